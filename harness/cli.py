@@ -1,0 +1,49 @@
+"""warpsmith's command line. Each subcommand lives in harness/commands/<name>.py and exposes
+`register(subparsers)`; modules are discovered, so a feature adds its command without editing here.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import harness.commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="warpsmith",
+        description="An agent proposes GPU kernels; warpsmith checks, times, and a person keeps or reverts.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(harness.commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"harness.commands.{info.name}")
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        # Bare `warpsmith` opens the TUI when it is installed, else prints help.
+        run = getattr(args, "_default", None)
+        if run is None:
+            try:
+                from harness.commands.run import open_tui_home
+            except ImportError:
+                parser.print_help()
+                return 2
+            return open_tui_home()
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

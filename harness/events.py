@@ -1,0 +1,150 @@
+"""Typed events the loop emits. The TUI and the headless printer render exactly these.
+
+Every event is a frozen dataclass with a `kind` for JSON (the journal stores `to_dict()`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Event:
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["kind"] = type(self).__name__
+        return d
+
+
+@dataclass(frozen=True)
+class SessionStarted(Event):
+    session_id: str
+    task: str
+    agent: str
+    packs: list[dict] = field(default_factory=list)  # [{id, version, sha256}]
+    device: str = "cpu"  # GPU name, or "cpu (Triton interpreter)"
+    resumed: bool = False
+    decision_mode: str = "manual"  # manual | auto
+
+
+@dataclass(frozen=True)
+class IterationStarted(Event):
+    iteration: int
+
+
+@dataclass(frozen=True)
+class Reasoning(Event):
+    """A chunk of the agent's streamed reasoning or message text."""
+
+    iteration: int
+    text: str
+    channel: str = "reasoning"  # reasoning | message | tool
+
+
+@dataclass(frozen=True)
+class AgentNotice(Event):
+    """Something about the agent itself: a retry, a rate limit, an error, a model switch, cost."""
+
+    iteration: int
+    level: str  # info | warning | error
+    message: str
+
+
+@dataclass(frozen=True)
+class Usage(Event):
+    iteration: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+    session_cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class CandidateProposed(Event):
+    iteration: int
+    commit: str
+    description: str
+    diff: str  # unified diff against the incumbent
+    source: str
+    agent: str = ""
+    model: str = ""
+    incumbent: str = ""  # commit of the incumbent it was diffed against
+
+
+@dataclass(frozen=True)
+class StaticResult(Event):
+    iteration: int
+    ok: bool
+    violations: list[dict] = field(default_factory=list)  # [{rule, message, line, col, snippet}]
+
+
+@dataclass(frozen=True)
+class EvalStarted(Event):
+    iteration: int
+    backend: str = "local"
+    worker: str = ""
+
+
+@dataclass(frozen=True)
+class EvalResult(Event):
+    iteration: int
+    verdict: dict  # the verdict JSON of the design
+
+
+@dataclass(frozen=True)
+class Recommendation(Event):
+    iteration: int
+    action: str  # keep | revert
+    reason: str
+    can_keep: bool  # False when correctness or a guard failed: never keepable
+
+
+@dataclass(frozen=True)
+class DecisionNeeded(Event):
+    iteration: int
+
+
+@dataclass(frozen=True)
+class Decision(Event):
+    iteration: int
+    action: str  # keep | revert
+    by: str  # auto | human | policy
+    override: bool = False  # a human kept what the harness recommended reverting
+    reason: str = ""  # a veto reason, fed back to the agent
+    commit: str = ""
+    best: str = ""  # commit of the best branch after the decision
+
+
+@dataclass(frozen=True)
+class PackReloaded(Event):
+    pack_id: str
+    ok: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class IdeasChanged(Event):
+    ideas: list[str]
+
+
+@dataclass(frozen=True)
+class WorkerStatus(Event):
+    workers: list[dict]  # [{name, gpu, state, iteration}]
+
+
+@dataclass(frozen=True)
+class SessionEnded(Event):
+    reason: str
+    best: str = ""
+    iterations: int = 0
+
+
+EVENT_TYPES = {cls.__name__: cls for cls in Event.__subclasses__()}
+
+
+def from_dict(d: dict[str, Any]) -> Event:
+    d = dict(d)
+    cls = EVENT_TYPES[d.pop("kind")]
+    return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})

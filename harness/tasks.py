@@ -1,0 +1,331 @@
+"""Tasks: kernels/<name>/task.toml + reference.py + kernel.py (the baseline candidate).
+
+A task is data. Loading it checks every field and refuses, in one line naming the file and the
+field, anything the evaluator could later trip over. It also refuses a task whose tolerance a null
+output (zeros, a constant, a copy of the input) would pass: such a task rewards doing nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUILTIN_KERNELS = REPO_ROOT / "kernels"
+DSLS = ("triton", "cute", "cuda")
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+class TaskError(Exception):
+    """A task that can't be loaded. str() is one line: file, field, problem."""
+
+    def __init__(self, path: Path | str, field: str, problem: str):
+        self.path, self.field, self.problem = str(path), field, problem
+        where = f"{self.path}: {field}: " if field else f"{self.path}: "
+        super().__init__(where + problem)
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    dims: dict[str, int]
+    tags: tuple[str, ...] = ()
+    weight: float = 1.0
+
+    @property
+    def long(self) -> bool:
+        return "long" in self.tags
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """A range of one dim (issue: kernel to model): shapes whose dims[dim] is in [lo, hi)."""
+
+    name: str
+    dim: str
+    lo: int
+    hi: int
+
+    def contains(self, dims: dict[str, int]) -> bool:
+        return self.dim in dims and self.lo <= dims[self.dim] < self.hi
+
+
+@dataclass
+class Task:
+    name: str
+    summary: str
+    dsl: str
+    entry: str
+    dtypes: list[str]
+    shapes: list[Shape]
+    interpreter_shapes: list[Shape]
+    tolerance: dict[str, Tolerance]
+    root: Path
+    rules: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    cuda_graphs: bool = True  # a task may opt out of the capture check, explicitly
+    buckets: list[Bucket] = field(default_factory=list)
+    default: str | None = None  # "module:function" users would run otherwise
+    e2e: str | None = None  # file name of an end-to-end workload, relative to root
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def toml_path(self) -> Path:
+        return self.root / "task.toml"
+
+    @property
+    def reference_path(self) -> Path:
+        return self.root / "reference.py"
+
+    @property
+    def baseline_path(self) -> Path:
+        return self.root / "kernel.py"
+
+    def shapes_for(self, on_gpu: bool) -> list[Shape]:
+        return self.shapes if on_gpu else self.interpreter_shapes
+
+    def load_reference(self) -> ModuleType:
+        return load_module(self.reference_path, f"warpsmith_ref_{self.name}")
+
+    def file_hashes(self) -> dict[str, str]:
+        """sha256 of every file of the task folder (not caches): checked after each run."""
+        out = {}
+        for p in sorted(self.root.rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                out[str(p.relative_to(self.root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+        return out
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def kernel_dirs() -> list[Path]:
+    """Where tasks are found, in order: the project's ./kernels, WARPSMITH_KERNELS, built-in."""
+    dirs = [Path.cwd() / "kernels"]
+    dirs += [Path(p) for p in os.environ.get("WARPSMITH_KERNELS", "").split(os.pathsep) if p]
+    dirs.append(BUILTIN_KERNELS)
+    seen, out = set(), []
+    for d in dirs:
+        r = d.resolve()
+        if r not in seen:
+            seen.add(r)
+            out.append(d)
+    return out
+
+
+def find_task_dir(name_or_path: str | Path) -> Path:
+    p = Path(name_or_path)
+    if (p / "task.toml").is_file():
+        return p
+    if p.name == "task.toml" and p.is_file():
+        return p.parent
+    for d in kernel_dirs():
+        if (d / str(name_or_path) / "task.toml").is_file():
+            return d / str(name_or_path)
+    known = ", ".join(sorted({t.name for d in kernel_dirs() if d.is_dir() for t in d.iterdir()
+                              if (t / "task.toml").is_file()}))
+    raise TaskError(name_or_path, "", f"no such task (known: {known or 'none'})")
+
+
+def _shape_list(data: dict, key: str, path: Path, required: bool) -> list[Shape]:
+    raw = data.get(key, [])
+    if not isinstance(raw, list) or (required and not raw):
+        raise TaskError(path, key, "needs at least one [[%s]] table" % key)
+    shapes = []
+    for i, s in enumerate(raw):
+        where = f"{key}[{i}]"
+        if not isinstance(s, dict):
+            raise TaskError(path, where, "must be a table")
+        name = s.get("name")
+        if not isinstance(name, str) or not name:
+            raise TaskError(path, f"{where}.name", "missing or not a string")
+        dims = s.get("dims")
+        if not isinstance(dims, dict) or not dims:
+            raise TaskError(path, f"{where}.dims", f"shape {name!r} has no dims table")
+        for k, v in dims.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise TaskError(path, f"{where}.dims.{k}", f"must be a positive integer, got {v!r}")
+        tags = s.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise TaskError(path, f"{where}.tags", "must be a list of strings")
+        weight = s.get("weight", 1.0)
+        if not isinstance(weight, (int, float)) or weight <= 0:
+            raise TaskError(path, f"{where}.weight", "must be a positive number")
+        shapes.append(Shape(name, dict(dims), tuple(tags), float(weight)))
+    names = [s.name for s in shapes]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise TaskError(path, key, f"duplicate shape names: {sorted(dup)}")
+    return shapes
+
+
+def _str(data: dict, key: str, path: Path, default: str | None = None) -> str:
+    v = data.get(key, default)
+    if not isinstance(v, str) or not v:
+        raise TaskError(path, key, "missing or not a string")
+    return v
+
+
+def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
+    root = find_task_dir(name_or_path)
+    path = root / "task.toml"
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise TaskError(path, "", f"bad TOML: {e}") from None
+    name = _str(data, "name", path)
+    dsl = _str(data, "dsl", path)
+    if dsl not in DSLS:
+        raise TaskError(path, "dsl", f"unknown DSL {dsl!r} (one of {', '.join(DSLS)})")
+    entry = _str(data, "entry", path)
+    if not entry.isidentifier():
+        raise TaskError(path, "entry", f"{entry!r} is not a Python identifier")
+    dtypes = data.get("dtypes", ["bfloat16"])
+    if not isinstance(dtypes, list) or not dtypes or any(d not in DTYPES for d in dtypes):
+        raise TaskError(path, "dtypes", f"must be a non-empty list drawn from {DTYPES}")
+    shapes = _shape_list(data, "shapes", path, required=True)
+    interp = _shape_list(data, "interpreter_shapes", path, required=True)
+    if any(s.long for s in shapes) and not any(s.long for s in interp):
+        raise TaskError(path, "interpreter_shapes", "the task has long shapes; tag one interpreter shape 'long' too")
+    tol_raw = data.get("tolerance", {})
+    tolerance = {}
+    for dt in dtypes:
+        t = tol_raw.get(dt) if isinstance(tol_raw, dict) else None
+        if not isinstance(t, dict):
+            raise TaskError(path, f"tolerance.{dt}", "missing: every dtype needs atol and rtol")
+        try:
+            tolerance[dt] = Tolerance(float(t["atol"]), float(t["rtol"]))
+        except (KeyError, TypeError, ValueError):
+            raise TaskError(path, f"tolerance.{dt}", "needs numeric atol and rtol") from None
+    buckets = []
+    for i, b in enumerate(data.get("buckets", [])):
+        try:
+            buckets.append(Bucket(str(b["name"]), str(b["dim"]), int(b.get("lo", 0)), int(b.get("hi", 2**62))))
+        except (KeyError, TypeError, ValueError):
+            raise TaskError(path, f"buckets[{i}]", "needs name, dim and integer lo/hi") from None
+    for fname in ("reference.py", "kernel.py"):
+        if not (root / fname).is_file():
+            raise TaskError(root / fname, "", "missing (every task needs reference.py and kernel.py)")
+    task = Task(
+        name=name, summary=str(data.get("summary", "")), dsl=dsl, entry=entry, dtypes=list(dtypes),
+        shapes=shapes, interpreter_shapes=interp, tolerance=tolerance, root=root,
+        rules=list(data.get("rules", [])), models=list(data.get("models", [])),
+        cuda_graphs=bool(data.get("cuda_graphs", True)), buckets=buckets,
+        default=data.get("default"), e2e=data.get("e2e"), raw=data,
+    )
+    try:
+        ref = task.load_reference()
+    except Exception as e:  # a task author's bug: say where
+        raise TaskError(task.reference_path, "", f"import failed: {type(e).__name__}: {e}") from None
+    for fn in ("make_inputs", "reference"):
+        if not callable(getattr(ref, fn, None)):
+            raise TaskError(task.reference_path, fn, "must define this function")
+    if check_null:
+        check_null_outputs_fail(task, ref)
+    return task
+
+
+def compare(task: Task, ref_mod: ModuleType, out: Any, expected: Any, inputs: tuple, dtype: str) -> str | None:
+    """None if `out` matches `expected` within the task's tolerance, else a short reason.
+
+    A reference module may define `compare(out, expected, inputs, atol, rtol) -> str | None`
+    for outputs where elementwise closeness is the wrong test (e.g. top-k indices).
+    """
+    import torch
+
+    tol = task.tolerance[dtype]
+    custom = getattr(ref_mod, "compare", None)
+    if callable(custom):
+        return custom(out, expected, inputs, tol.atol, tol.rtol)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    exps = expected if isinstance(expected, (tuple, list)) else (expected,)
+    if len(outs) != len(exps):
+        return f"returned {len(outs)} outputs, expected {len(exps)}"
+    for i, (o, e) in enumerate(zip(outs, exps)):
+        if not isinstance(o, torch.Tensor):
+            return f"output {i} is {type(o).__name__}, not a torch.Tensor"
+        if o.shape != e.shape:
+            return f"output {i} has shape {tuple(o.shape)}, expected {tuple(e.shape)}"
+        if o.dtype != e.dtype:
+            return f"output {i} has dtype {o.dtype}, expected {e.dtype}"
+        of, ef = o.detach().float().cpu(), e.detach().float().cpu()
+        if not torch.isfinite(of).all():
+            return f"output {i} has {int((~torch.isfinite(of)).sum())} NaN/Inf values"
+        bad = (of - ef).abs() > (tol.atol + tol.rtol * ef.abs())
+        if bad.any():
+            idx = tuple(int(j) for j in bad.nonzero()[0])
+            return (f"output {i}: {int(bad.sum())} of {bad.numel()} elements off; first at {idx}: "
+                    f"got {of[idx].item():.6g}, expected {ef[idx].item():.6g} (atol {tol.atol}, rtol {tol.rtol})")
+    return None
+
+
+def _null_outputs(expected, inputs):
+    import torch
+
+    exps = expected if isinstance(expected, (tuple, list)) else (expected,)
+    yield "zeros", type(expected)(torch.zeros_like(e) for e in exps) if isinstance(expected, (tuple, list)) else torch.zeros_like(expected)
+    def const(e):
+        return torch.full_like(e, e.float().mean().item() if e.is_floating_point() else 0)
+    yield "a constant", type(expected)(const(e) for e in exps) if isinstance(expected, (tuple, list)) else const(expected)
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and not isinstance(expected, (tuple, list)) \
+                and x.shape == expected.shape and x.dtype == expected.dtype:
+            yield "a copy of the input", x.clone()
+            break
+
+
+def check_null_outputs_fail(task: Task, ref_mod: ModuleType | None = None) -> None:
+    """Refuse a task whose tolerance lets a null output pass on every interpreter shape."""
+    import torch
+
+    ref_mod = ref_mod or task.load_reference()
+    passes: dict[str, int] = {}
+    for shape in task.interpreter_shapes:
+        inputs = ref_mod.make_inputs(shape.dims, getattr(torch, task.dtypes[0]), 0, "cpu")
+        expected = ref_mod.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        for label, null in _null_outputs(expected, inputs):
+            if compare(task, ref_mod, null, expected, inputs, task.dtypes[0]) is None:
+                passes[label] = passes.get(label, 0) + 1
+    n = len(task.interpreter_shapes)
+    loose = [label for label, k in passes.items() if k == n]
+    if loose:
+        raise TaskError(task.toml_path, f"tolerance.{task.dtypes[0]}",
+                        f"too loose: {' and '.join(loose)} passes on every interpreter shape; tighten atol/rtol")
+
+
+def list_tasks() -> tuple[list[Task], list[TaskError]]:
+    tasks, errors, seen = [], [], set()
+    for d in kernel_dirs():
+        if not d.is_dir():
+            continue
+        for sub in sorted(d.iterdir()):
+            if not (sub / "task.toml").is_file() or sub.name in seen:
+                continue
+            seen.add(sub.name)
+            try:
+                tasks.append(load_task(sub, check_null=False))
+            except TaskError as e:
+                errors.append(e)
+    return tasks, errors
