@@ -1,0 +1,85 @@
+"""`warpsmith run TASK`: the autoresearch loop, headless or in the TUI."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness import events as ev
+from harness.tasks import TaskError, load_task
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the autoresearch loop on a task")
+    p.add_argument("task", nargs="?", default="softmax", help="task name or folder (default: softmax)")
+    add_loop_options(p)
+    p.set_defaults(func=cmd_run)
+
+
+def add_loop_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent", default="tuner",
+                   help="tuner | script:DIR | anthropic:MODEL | openai:MODEL | openai-compat:URL[#MODEL]")
+    p.add_argument("--iterations", type=int, default=20, help="stop after this many proposals")
+    p.add_argument("--headless", action="store_true", help="print events instead of opening the TUI")
+    p.add_argument("--auto", action="store_true", help="follow the harness's recommendation (no prompt)")
+    p.add_argument("--packs", default="", help="comma-separated pack ids to add to the default selection")
+    p.add_argument("--no-packs", default="", help="comma-separated pack ids to remove from the selection")
+    p.add_argument("--idea", action="append", default=[], help="a standing direction for the agent")
+    p.add_argument("--eval", dest="eval_backend", default="local", help="local | pool | ray[:ADDRESS]")
+    p.add_argument("--proposals", type=int, default=1, help="proposals in flight at once")
+    p.add_argument("--budget-usd", type=float, default=None, help="stop proposing once spent")
+    p.add_argument("--no-mouse", action="store_true", help="TUI: leave the mouse to the terminal")
+    p.add_argument("--quiet", action="store_true", help="headless: don't print the reasoning stream")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        task = load_task(args.task)
+    except TaskError as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
+    from harness.wiring import RunConfig, start_session
+
+    cfg = RunConfig.from_args(args)
+    if not args.headless:
+        return open_tui(task, cfg, None)
+    session = start_session(task, cfg)
+    return run_headless(session, task, cfg)
+
+
+def run_headless(session, task, cfg, resumed: bool = False) -> int:
+    from harness.headless import Printer, StdinDecider
+    from harness.loop import AutoDecider
+    from harness.wiring import build_loop
+
+    printer = Printer(show_reasoning=not cfg.quiet)
+    decider = AutoDecider() if cfg.auto else StdinDecider()
+    try:
+        loop = build_loop(session, task, cfg, decider, printer, resumed=resumed)
+    except ValueError as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
+    loop.run()
+    print(f"session folder: {session.root}")
+    print(f"results: {session.root / 'results.tsv'}")
+    return 0
+
+
+def open_tui(task, cfg, session_id: str | None) -> int:
+    try:
+        from tui.app import run_app
+    except ImportError as e:  # the TUI is optional at import time only if textual is missing
+        print(f"warpsmith: the TUI could not start ({e}); use --headless", file=sys.stderr)
+        return 2
+    return run_app(task=task, cfg=cfg, session_id=session_id)
+
+
+def open_tui_home() -> int:
+    """Bare `warpsmith`: the TUI on the default task."""
+    from harness.wiring import RunConfig
+
+    args = argparse.Namespace(task="softmax")
+    p = argparse.ArgumentParser()
+    add_loop_options(p)
+    args = p.parse_args([], namespace=args)
+    return open_tui(load_task("softmax"), RunConfig.from_args(args), None)

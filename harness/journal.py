@@ -1,0 +1,90 @@
+"""The session journal: append-only JSON lines, fsync'd, the one source of truth for resume.
+
+Every event the loop emits is a line; a decision is written (and fsync'd) before the loop acts on
+it. A kill mid-write leaves at most one torn last line, which `read` skips and reports.
+`results.tsv` is a view rebuilt from the journal, so it can never disagree with it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+RESULTS_HEADER = ["iteration", "commit", "verdict", "geomean_speedup", "decision", "description"]
+
+
+class Journal:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()  # proposals and evaluations may emit from several threads
+        self.torn_lines: list[int] = []
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps({"t": round(time.time(), 3), **record}, default=str, separators=(",", ":"))
+        with self._lock:
+            # O_APPEND so concurrent writers never interleave inside a line; fsync so a power cut
+            # or kill -9 right after a decision can't lose it.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (line + "\n").encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def read(self) -> list[dict[str, Any]]:
+        return list(self.iter())
+
+    def iter(self) -> Iterator[dict[str, Any]]:
+        if not self.path.exists():
+            return
+        self.torn_lines = []
+        with self.path.open() as f:
+            for n, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    self.torn_lines.append(n)
+
+
+def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One row per decided iteration: what the person (or policy) did with each candidate."""
+    proposals: dict[int, dict] = {}
+    verdicts: dict[int, dict] = {}
+    rows = []
+    for r in records:
+        kind, it = r.get("kind"), r.get("iteration")
+        if kind == "CandidateProposed":
+            proposals[it] = r
+        elif kind == "EvalResult":
+            verdicts[it] = r.get("verdict", {})
+        elif kind == "Decision":
+            p, v = proposals.get(it, {}), verdicts.get(it, {})
+            g = v.get("geomean_speedup")
+            verdict = "accepted" if v.get("accepted") else f"rejected:{v.get('stage', '?')}"
+            rows.append({
+                "iteration": str(it),
+                "commit": (r.get("commit") or p.get("commit", ""))[:12],
+                "verdict": verdict,
+                "geomean_speedup": f"{g:.4f}" if isinstance(g, (int, float)) else "n/a",
+                "decision": r["action"] + (" (override)" if r.get("override") else ""),
+                "description": " ".join(p.get("description", "").split())[:120],
+            })
+    return rows
+
+
+def write_results_tsv(path: Path, records: list[dict[str, Any]]) -> None:
+    rows = results_rows(records)
+    tmp = path.with_suffix(".tsv.tmp")
+    with tmp.open("w") as f:
+        f.write("\t".join(RESULTS_HEADER) + "\n")
+        for row in rows:
+            f.write("\t".join(row[h].replace("\t", " ") for h in RESULTS_HEADER) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)  # atomic: a reader never sees half a table

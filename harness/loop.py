@@ -1,0 +1,271 @@
+"""The autoresearch loop: propose → guard → evaluate → recommend → decide → keep/revert.
+
+Deliberately small: the agent, the evaluator, the workspace and the journal carry the weight.
+Every step emits a typed event (harness.events); the journal gets each one before the UI does,
+and a decision is on disk before the workspace acts on it, so a kill at any point resumes cleanly.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from harness import events as ev
+from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext,
+                                 ReasoningChunk, UsageReport)
+from harness.session import Session
+from harness.tasks import Task
+from harness.workspace import unified_diff
+
+EvaluateFn = Callable[[Task, Path, Path], dict]
+
+
+@dataclass
+class DecisionRequest:
+    iteration: int
+    commit: str
+    description: str
+    verdict: dict
+    action: str  # recommended: keep | revert
+    reason: str
+    can_keep: bool
+
+
+@dataclass
+class DecisionReply:
+    action: str  # keep | revert
+    by: str = "human"  # human | auto
+    reason: str = ""  # a veto reason, fed back to the agent
+    confirmed_override: bool = False  # the person confirmed keeping against the recommendation
+
+
+class Decider(Protocol):
+    def decide(self, request: DecisionRequest) -> DecisionReply: ...
+
+
+class AutoDecider:
+    """Follows the harness's recommendation (`--auto`)."""
+
+    def decide(self, request: DecisionRequest) -> DecisionReply:
+        return DecisionReply(request.action, by="auto")
+
+
+def outcome_of(verdict: dict) -> str:
+    """One word for the tally and the agent's history."""
+    if verdict.get("accepted"):
+        return "accepted"
+    stage = verdict.get("stage", "")
+    rules = {r.get("rule", "") for r in verdict.get("reasons", [])}
+    if stage == "static":
+        return "rejected-static"
+    if rules & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
+        return "crashed"
+    if stage == "correctness":
+        return "incorrect"
+    return f"rejected-{stage or 'unknown'}"
+
+
+def summarize_verdict(verdict: dict) -> str:
+    parts = []
+    for r in verdict.get("reasons", [])[:6]:
+        parts.append(f"{r.get('rule')}: {r.get('message')}")
+    for v in verdict.get("violations", [])[:6]:
+        parts.append(f"line {v.get('line')}: {v.get('rule')}: {v.get('message')}")
+    for s in verdict.get("shapes", []):
+        if s.get("candidate_us") is not None:
+            parts.append(f"{s['name']}: {s['candidate_us']:.1f} us vs {s.get('incumbent_us') or 0:.1f} us")
+        elif s.get("error"):
+            parts.append(f"{s['name']}: {s['error']}")
+    g = verdict.get("geomean_speedup")
+    if g:
+        parts.append(f"geomean speedup {g:.3f}x")
+    if not verdict.get("timing_available", True):
+        parts.append("timing unavailable on this machine (Triton interpreter)")
+    return "; ".join(parts)
+
+
+class Loop:
+    def __init__(self, session: Session, task: Task, agent: Agent, decider: Decider,
+                 evaluate: EvaluateFn, emit: Callable[[ev.Event], None] | None = None,
+                 max_iterations: int = 20,
+                 prompt_builder: Callable[[ProposalContext], tuple[str, str, list[dict]]] | None = None,
+                 budget: Any = None):
+        self.session, self.task, self.agent, self.decider = session, task, agent, decider
+        self.evaluate = evaluate
+        self.emit_cb = emit or (lambda e: None)
+        self.max_iterations = max_iterations
+        self.prompt_builder = prompt_builder
+        self.budget = budget
+        self.history: list[Attempt] = []
+        self.iteration = 0
+        self.cancel = threading.Event()
+        self.resume_gate = threading.Event()
+        self.resume_gate.set()
+        self._pending: dict | None = None  # a candidate proposed before a kill, not yet decided
+        self._restore()
+
+    # -- events -------------------------------------------------------------------------------
+    def emit(self, event: ev.Event, journal: bool = True) -> None:
+        if journal:
+            self.session.record(event.to_dict())
+        self.emit_cb(event)
+
+    # -- control from the UI (any thread) ------------------------------------------------------
+    def pause(self) -> None:
+        self.resume_gate.clear()
+
+    def resume(self) -> None:
+        self.resume_gate.set()
+
+    def stop(self) -> None:
+        self.cancel.set()
+        self.resume_gate.set()
+
+    def set_agent(self, agent: Agent) -> None:
+        self.agent = agent
+        self.emit(ev.AgentNotice(self.iteration, "info", f"agent switched to {agent.name}:{agent.model}"))
+
+    def set_ideas(self, ideas: list[str]) -> None:
+        self.session.meta.ideas = list(ideas)
+        self.session.save_meta()
+        self.emit(ev.IdeasChanged(list(ideas)))
+
+    # -- resume -------------------------------------------------------------------------------
+    def _restore(self) -> None:
+        """Rebuild history and any undecided candidate from the journal."""
+        proposals, verdicts, metas, decided = {}, {}, {}, set()
+        last_keep: dict | None = None
+        for r in self.session.journal.read():
+            kind, it = r.get("kind"), r.get("iteration")
+            if kind == "IterationStarted":
+                self.iteration = max(self.iteration, it)
+            elif kind == "CandidateProposed":
+                proposals[it] = r
+            elif kind == "ProposalMeta":
+                metas[it] = r.get("meta") or {}
+            elif kind == "EvalResult":
+                verdicts[it] = r["verdict"]
+            elif kind == "Decision":
+                decided.add(it)
+                if r["action"] == "keep":
+                    last_keep = r
+                p, v = proposals.get(it, {}), verdicts.get(it, {})
+                outcome = outcome_of(v)
+                if outcome == "accepted":
+                    outcome = "kept" if r["action"] == "keep" else "reverted"
+                self.history.append(Attempt(it, p.get("description", ""), outcome, summarize_verdict(v),
+                                            r.get("reason", ""), metas.get(it, {})))
+        # A kill between journalling a keep and moving the ref: finish the keep now.
+        ws = self.session.workspace
+        if last_keep and ws.best != last_keep["commit"] and last_keep.get("best") == last_keep["commit"]:
+            ws.keep(last_keep["commit"], last_keep["iteration"])
+        for it, p in proposals.items():
+            if it not in decided:
+                self._pending = {"iteration": it, "proposal": {**p, "meta": metas.get(it, {})},
+                                 "verdict": verdicts.get(it)}
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self) -> str:
+        reason = "iterations done"
+        if self._pending:
+            p = self._pending
+            self._pending = None
+            self._evaluate_and_decide(p["iteration"], p["proposal"]["commit"], p["proposal"]["description"],
+                                      p["proposal"].get("meta", {}) or {}, p["verdict"])
+        while self.iteration < self.max_iterations:
+            self.resume_gate.wait()
+            if self.cancel.is_set():
+                reason = "stopped"
+                break
+            if self.budget is not None and getattr(self.budget, "exhausted", False):
+                reason = "budget reached"
+                break
+            self.iteration += 1
+            done = self.step(self.iteration)
+            if done:
+                reason = done
+                break
+        self.emit(ev.SessionEnded(reason, self.session.workspace.best, self.iteration))
+        return reason
+
+    def step(self, it: int) -> str | None:
+        """One iteration. Returns a reason to stop, or None to go on."""
+        ws = self.session.workspace
+        self.emit(ev.IterationStarted(it))
+        incumbent_commit = ws.best
+        incumbent_source = ws.source(incumbent_commit)
+        ctx = ProposalContext(self.task, it, incumbent_source, incumbent_commit, list(self.history),
+                              list(self.session.meta.ideas), cancel=self.cancel)
+        if self.prompt_builder is not None:
+            ctx.system, ctx.prompt, packs = self.prompt_builder(ctx)
+            self.emit(ev.AgentNotice(it, "info", "prompt packs: " + ", ".join(
+                f"{p['id']}@{p['version']}#{p['sha256'][:8]}" for p in packs)), journal=False)
+            self.session.record({"kind": "PromptPacks", "iteration": it, "packs": packs})
+        proposal, reasoning = None, []
+        for item in self.agent.propose(ctx):
+            if isinstance(item, ReasoningChunk):
+                reasoning.append(item.text)
+                self.emit(ev.Reasoning(it, item.text, item.channel), journal=False)
+            elif isinstance(item, UsageReport):
+                self.emit(ev.Usage(it, item.input_tokens, item.output_tokens, item.cached_tokens,
+                                   item.reasoning_tokens, item.cost_usd,
+                                   getattr(self.budget, "spent_usd", 0.0) or 0.0))
+            elif isinstance(item, Notice):
+                self.emit(ev.AgentNotice(it, item.level, item.message))
+            elif isinstance(item, Proposal):
+                proposal = item
+            elif isinstance(item, Exhausted):
+                self.emit(ev.AgentNotice(it, "error" if item.fatal else "info", item.reason))
+                self.iteration = it - 1
+                return item.reason
+            if self.cancel.is_set():
+                self.iteration = it - 1
+                return "stopped"
+        # Streamed chunks go to the screen only; the journal gets the whole text once.
+        if reasoning:
+            self.session.record(ev.Reasoning(it, "".join(reasoning)).to_dict())
+        if proposal is None:
+            self.history.append(Attempt(it, "(no candidate)", "no-candidate"))
+            return None
+        commit = ws.commit_candidate(proposal.source, it, proposal.description)
+        self.emit(ev.CandidateProposed(it, commit, proposal.description,
+                                       unified_diff(incumbent_source, proposal.source), proposal.source,
+                                       self.agent.name, self.agent.model, incumbent_commit))
+        # meta (e.g. the tuner's config) must survive a resume: journal it beside the proposal.
+        self.session.record({"kind": "ProposalMeta", "iteration": it, "meta": proposal.meta})
+        self._evaluate_and_decide(it, commit, proposal.description, proposal.meta, None)
+        return None
+
+    def _evaluate_and_decide(self, it: int, commit: str, description: str, meta: dict,
+                             verdict: dict | None) -> None:
+        ws = self.session.workspace
+        if verdict is None:
+            cand_path = ws.write_candidate_file(commit, self.session.work / f"candidate_{it:04d}.py")
+            inc_path = ws.write_candidate_file(ws.best, self.session.work / "incumbent.py")
+            self.emit(ev.EvalStarted(it))
+            verdict = self.evaluate(self.task, cand_path, inc_path)
+            self.emit(ev.StaticResult(it, not verdict.get("violations"), verdict.get("violations", [])))
+            self.emit(ev.EvalResult(it, verdict))
+        rec = verdict.get("recommendation") or {"action": "revert", "reason": "no recommendation", "can_keep": False}
+        self.emit(ev.Recommendation(it, rec["action"], rec["reason"], bool(rec.get("can_keep"))))
+        self.emit(ev.DecisionNeeded(it))
+        request = DecisionRequest(it, commit, description, verdict, rec["action"], rec["reason"],
+                                  bool(rec.get("can_keep")))
+        reply = self.decider.decide(request)
+        action, by, override = reply.action, reply.by, False
+        if action == "keep" and not request.can_keep:
+            action, by = "revert", "policy"
+            reply.reason = (reply.reason + " " if reply.reason else "") + \
+                "(cannot keep: the candidate failed a correctness check or a guard)"
+        elif action == "keep" and request.action != "keep":
+            override = True
+        best_after = commit if action == "keep" else ws.best
+        # On disk before the workspace moves: a kill right here replays the decision, not the question.
+        self.emit(ev.Decision(it, action, by, override, reply.reason, commit, best_after))
+        if action == "keep":
+            ws.keep(commit, it)
+        outcome = outcome_of(verdict)
+        if outcome == "accepted":
+            outcome = "kept" if action == "keep" else "reverted"
+        self.history.append(Attempt(it, description, outcome, summarize_verdict(verdict), reply.reason, meta or {}))

@@ -1,0 +1,105 @@
+"""A session folder: `.warpsmith/sessions/<id>/` under the current directory.
+
+    session.json    what was asked for (task, agent, packs, options), written once, updated on change
+    journal.jsonl   every event, append-only (harness.journal)
+    results.tsv     the table view of the journal
+    repo/           git: candidates on refs/candidates/NNNN, best on refs/heads/best (harness.workspace)
+    transcripts/    each LLM proposal's prompt, reasoning and answer
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.journal import Journal, write_results_tsv
+from harness.workspace import Workspace
+
+
+def sessions_root(base: Path | None = None) -> Path:
+    return (base or Path.cwd()) / ".warpsmith" / "sessions"
+
+
+@dataclass
+class SessionMeta:
+    id: str
+    task: str
+    agent: str
+    created: float
+    packs: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    ideas: list[str] = field(default_factory=list)
+
+
+class SessionError(Exception):
+    pass
+
+
+class Session:
+    def __init__(self, root: Path, meta: SessionMeta):
+        self.root = root
+        self.meta = meta
+        self.journal = Journal(root / "journal.jsonl")
+        self.workspace = Workspace(root / "repo")
+        (root / "transcripts").mkdir(exist_ok=True)
+        (root / "work").mkdir(exist_ok=True)
+
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    @property
+    def transcripts(self) -> Path:
+        return self.root / "transcripts"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @classmethod
+    def create(cls, task_name: str, agent: str, baseline_source: str, base: Path | None = None,
+               packs: list[str] | None = None, options: dict | None = None) -> "Session":
+        sid = time.strftime("%Y%m%d-%H%M%S") + f"-{task_name}-{secrets.token_hex(2)}"
+        root = sessions_root(base) / sid
+        root.mkdir(parents=True)
+        meta = SessionMeta(sid, task_name, agent, time.time(), list(packs or []), dict(options or {}))
+        Workspace.create(root / "repo", baseline_source)
+        s = cls(root, meta)
+        s.save_meta()
+        return s
+
+    @classmethod
+    def open(cls, sid: str, base: Path | None = None) -> "Session":
+        root = sessions_root(base) / sid
+        if not (root / "session.json").is_file():
+            matches = [p for p in sessions_root(base).glob(f"{sid}*") if (p / "session.json").is_file()]
+            if len(matches) != 1:
+                known = ", ".join(p.name for p in list_sessions(base)) or "none"
+                raise SessionError(f"no session {sid!r} under {sessions_root(base)} (known: {known})")
+            root = matches[0]
+        try:
+            meta = SessionMeta(**json.loads((root / "session.json").read_text()))
+        except (json.JSONDecodeError, TypeError) as e:
+            raise SessionError(f"{root / 'session.json'}: unreadable ({e})") from None
+        return cls(root, meta)
+
+    def save_meta(self) -> None:
+        tmp = self.root / "session.json.tmp"
+        tmp.write_text(json.dumps(asdict(self.meta), indent=2))
+        os.replace(tmp, self.root / "session.json")
+
+    def record(self, record: dict) -> None:
+        self.journal.append(record)
+        if record.get("kind") == "Decision":
+            write_results_tsv(self.root / "results.tsv", self.journal.read())
+
+
+def list_sessions(base: Path | None = None) -> list[Path]:
+    root = sessions_root(base)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / "session.json").is_file())

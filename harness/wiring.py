@@ -1,0 +1,101 @@
+"""Builds a Loop from options: agent, evaluator backend, packs and prompt, decider, printer.
+
+Shared by the headless CLI and the TUI so that both run exactly the same loop.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from harness import events as ev
+from harness.loop import Decider, Loop
+from harness.session import Session
+from harness.tasks import Task
+
+
+@dataclass
+class RunConfig:
+    agent: str = "tuner"
+    iterations: int = 20
+    auto: bool = False
+    packs_add: list[str] = field(default_factory=list)
+    packs_remove: list[str] = field(default_factory=list)
+    ideas: list[str] = field(default_factory=list)
+    eval_backend: str = "local"
+    proposals: int = 1
+    budget_usd: float | None = None
+    no_mouse: bool = False
+    quiet: bool = False
+
+    @classmethod
+    def from_args(cls, a: argparse.Namespace) -> "RunConfig":
+        split = lambda s: [x.strip() for x in (s or "").split(",") if x.strip()]
+        return cls(agent=a.agent, iterations=a.iterations, auto=a.auto, packs_add=split(a.packs),
+                   packs_remove=split(a.no_packs), ideas=list(a.idea), eval_backend=a.eval_backend,
+                   proposals=a.proposals, budget_usd=a.budget_usd, no_mouse=a.no_mouse, quiet=a.quiet)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def device_label() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    except Exception:  # a broken torch install must not stop the harness from saying so
+        pass
+    return "cpu (Triton interpreter)"
+
+
+def start_session(task: Task, cfg: RunConfig, base: Path | None = None) -> Session:
+    session = Session.create(task.name, cfg.agent, task.baseline_path.read_text(), base=base,
+                             options=cfg.to_dict())
+    if cfg.ideas:
+        session.meta.ideas = list(cfg.ideas)
+        session.save_meta()
+    return session
+
+
+def make_agent(spec: str, session: Session | None = None, cfg: RunConfig | None = None):
+    try:
+        from harness.agents.registry import make_agent as registry_make
+    except ImportError:
+        registry_make = None
+    if registry_make is not None:
+        opts = {}
+        if session is not None:
+            opts["transcript_dir"] = session.transcripts
+        if cfg is not None and cfg.budget_usd is not None:
+            opts["budget_usd"] = cfg.budget_usd
+        return registry_make(spec, **opts)
+    name, _, arg = spec.partition(":")
+    if name == "tuner":
+        from harness.agents.tuner import TunerAgent
+        return TunerAgent()
+    if name == "script":
+        from harness.agents.script import ScriptAgent
+        return ScriptAgent(Path(arg))
+    raise ValueError(f"unknown agent {spec!r} (tuner | script:DIR | anthropic:MODEL | openai:MODEL | openai-compat:URL)")
+
+
+def make_evaluate(cfg: RunConfig) -> Callable[[Task, Path, Path], dict]:
+    from harness.evaluate import EvalOptions, evaluate
+
+    def run(task: Task, candidate: Path, incumbent: Path) -> dict:
+        return evaluate(task, candidate, incumbent, EvalOptions())
+
+    return run
+
+
+def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
+               emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
+    agent = make_agent(cfg.agent, session, cfg)
+    loop = Loop(session, task, agent, decider, make_evaluate(cfg), emit=emit, max_iterations=cfg.iterations,
+                budget=getattr(agent, "budget", None))
+    loop.emit(ev.SessionStarted(session.id, task.name, f"{agent.name}{':' + agent.model if agent.model else ''}",
+                                [], device_label(), resumed, "auto" if cfg.auto else "manual"))
+    return loop
