@@ -128,7 +128,8 @@ class TunerAgent:
             yield Exhausted("tuner: no tunable constants found in the incumbent (launch kwargs or UPPER_CASE ints)")
             return
         base = config_of(knobs)
-        tried = [a.meta.get("config") for a in ctx.history if a.meta.get("config")]
+        # Both ends of every earlier move count as tried: the config proposed and the one it left.
+        tried = [c for a in ctx.history for c in (a.meta.get("config"), a.meta.get("from")) if c]
         tried_keys = {tuple(sorted(c.items())) for c in tried}
         tried_keys.add(tuple(sorted(base.items())))
         options = []
@@ -149,4 +150,4 @@ class TunerAgent:
         knob, value, config = options[0]
         yield ReasoningChunk(f"{len(options)} untried neighbours left. Trying {explain(knob, value)}\n")
         yield Proposal(apply(ctx.incumbent_source, {knob: value}), f"{knob.name} {knob.value} -> {value}",
-                       meta={"config": config, "knob": knob.key})
+                       meta={"config": config, "from": base, "knob": knob.key})

@@ -1,0 +1,102 @@
+"""`warpsmith sessions list | show ID | resume ID | export ID -o FILE`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.journal import results_rows
+from harness.session import Session, SessionError, list_sessions
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sessions", help="list, show, resume or export sessions in ./.warpsmith")
+    ssub = p.add_subparsers(dest="sessions_cmd", metavar="ACTION")
+    ssub.add_parser("list", help="sessions under ./.warpsmith/sessions").set_defaults(func=cmd_list)
+    show = ssub.add_parser("show", help="a session's results table")
+    show.add_argument("id")
+    show.set_defaults(func=cmd_show)
+    resume = ssub.add_parser("resume", help="continue a session where it stopped")
+    resume.add_argument("id")
+    resume.add_argument("--headless", action="store_true")
+    resume.add_argument("--auto", action="store_true", default=None)
+    resume.add_argument("--iterations", type=int, default=None, help="new total iteration limit")
+    resume.set_defaults(func=cmd_resume)
+    export = ssub.add_parser("export", help="write the session's best kernel to a file")
+    export.add_argument("id")
+    export.add_argument("-o", "--output", required=True)
+    export.set_defaults(func=cmd_export)
+    p.set_defaults(func=cmd_list)
+
+
+def _open(sid: str) -> Session | None:
+    try:
+        return Session.open(sid)
+    except SessionError as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return None
+
+
+def cmd_list(args) -> int:
+    for root in list_sessions():
+        try:
+            s = Session.open(root.name)
+        except SessionError as e:
+            print(f"warpsmith: {e}", file=sys.stderr)
+            continue
+        rows = results_rows(s.journal.read())
+        kept = sum(r["decision"].startswith("keep") for r in rows)
+        print(f"{s.id:<40} {s.meta.task:<18} {s.meta.agent:<24} {len(rows)} decided, {kept} kept")
+    return 0
+
+
+def cmd_show(args) -> int:
+    s = _open(args.id)
+    if s is None:
+        return 2
+    print(f"session {s.id}: task {s.meta.task}, agent {s.meta.agent}\n  folder {s.root}\n  best {s.workspace.best}")
+    if s.meta.ideas:
+        print("  ideas: " + "; ".join(s.meta.ideas))
+    print((s.root / "results.tsv").read_text() if (s.root / "results.tsv").exists() else "  (no decisions yet)")
+    return 0
+
+
+def cmd_resume(args) -> int:
+    from harness.commands.run import open_tui, run_headless
+    from harness.tasks import TaskError, load_task
+    from harness.wiring import RunConfig
+
+    s = _open(args.id)
+    if s is None:
+        return 2
+    try:
+        task = load_task(s.meta.task)
+    except TaskError as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
+    known = RunConfig.__dataclass_fields__
+    cfg = RunConfig(**{k: v for k, v in s.meta.options.items() if k in known})
+    if args.auto is not None:
+        cfg.auto = args.auto
+    if args.iterations is not None:
+        cfg.iterations = args.iterations
+    if not args.headless:
+        return open_tui(task, cfg, s.id)
+    return run_headless(s, task, cfg, resumed=True)
+
+
+def cmd_export(args) -> int:
+    s = _open(args.id)
+    if s is None:
+        return 2
+    # Per-bucket dispatch export arrives with the kernel-to-model work; a plain best kernel until then.
+    try:
+        from harness.dispatch import export_session
+    except ImportError:
+        export_session = None
+    out = Path(args.output)
+    if export_session is not None:
+        return export_session(s, out)
+    out.write_text(s.workspace.source(s.workspace.best))
+    print(f"wrote best kernel ({s.workspace.best[:10]}) to {out}")
+    return 0
