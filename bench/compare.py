@@ -1,0 +1,105 @@
+"""Per-shape table for a task on this GPU: eager reference, torch.compile(reference), the baseline
+kernel, and any candidate files given, with % of the HBM roofline and speedups.
+
+    python bench/compare.py softmax [--kernel best.py ...] [--shapes a,b] [--json out.json]
+
+Timing: triton.testing.do_bench (median, L2 flushed between reps by its cache-clearing buffer), on
+fresh inputs per shape. The roofline is bytes_moved(dims) / the copy bandwidth measured here at
+startup (a large device-to-device copy, read + write), so % is of what this box can actually do.
+This is a reporting tool; keep/revert decisions use harness.evaluate's interleaved timing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+import triton.testing  # noqa: E402
+
+from harness.tasks import load_module, load_task  # noqa: E402
+
+
+def copy_bandwidth_gbs() -> float:
+    n = 1 << 30  # 1 GiB each way: far beyond L2
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=50, rep=300)
+    return 2 * n / (ms * 1e-3) / 1e9
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("task")
+    ap.add_argument("--kernel", action="append", default=[], help="candidate file(s) to time too")
+    ap.add_argument("--shapes", default="", help="comma-separated shape names (default: all)")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile of the reference")
+    ap.add_argument("--json", default=None, help="also write the table as JSON here")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench/compare.py needs a CUDA GPU; timing is unavailable in the interpreter", file=sys.stderr)
+        return 2
+    task = load_task(args.task, check_null=False)
+    ref = task.load_reference()
+    fns = {"eager": ref.reference}
+    if not args.no_compile:
+        fns["compile"] = torch.compile(ref.reference, mode="max-autotune-no-cudagraphs")
+    fns["baseline"] = getattr(load_module(task.baseline_path, "baseline"), task.entry)
+    for i, k in enumerate(args.kernel):
+        fns[Path(k).stem] = getattr(load_module(Path(k), f"cand{i}"), task.entry)
+    bw = copy_bandwidth_gbs()
+    dtype = getattr(torch, task.dtypes[0])
+    wanted = {s for s in args.shapes.split(",") if s}
+    rows = []
+    gpu = torch.cuda.get_device_name(0)
+    print(f"{task.name} on {gpu}; copy bandwidth {bw:.0f} GB/s (read+write); times in us (median)")
+    for shape in task.shapes:
+        if wanted and shape.name not in wanted:
+            continue
+        inputs = ref.make_inputs(shape.dims, dtype, 0, "cuda")
+        expected = ref.reference(*inputs)
+        row = {"shape": shape.name, "dims": shape.dims}
+        floor_us = None
+        if hasattr(ref, "bytes_moved"):
+            floor_us = ref.bytes_moved(shape.dims, dtype) / (bw * 1e9) * 1e6
+            row["floor_us"] = floor_us
+        for name, fn in fns.items():
+            out = fn(*inputs)
+            ok = torch.allclose(out.float(), expected.float(), atol=task.tolerance[task.dtypes[0]].atol,
+                                rtol=task.tolerance[task.dtypes[0]].rtol) if hasattr(out, "float") else None
+            us = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=200) * 1e3
+            row[name] = {"us": us, "correct": bool(ok) if ok is not None else None,
+                         "roofline_pct": 100 * floor_us / us if floor_us else None}
+        rows.append(row)
+        del inputs, expected
+        torch.cuda.empty_cache()
+    names = list(fns)
+    head = f"{'shape':<22}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'%roof(best)':>12}" \
+        + "".join(f"{'x vs ' + n[:7]:>13}" for n in ("baseline", "compile") if n in names)
+    print(head)
+    for r in rows:
+        best_name = min(names, key=lambda n: r[n]["us"])
+        line = f"{r['shape'][:22]:<22}" + "".join(f"{r[n]['us']:>13.1f}" for n in names)
+        pct = r[best_name]["roofline_pct"]
+        line += f"{(f'{pct:.0f}% ' + best_name[:5]) if pct else '-':>12}"
+        last = names[-1]
+        for n in ("baseline", "compile"):
+            if n in names:
+                line += f"{r[n]['us'] / r[last]['us']:>13.2f}"
+        print(line)
+    if len(names) > 2:
+        last = names[-1]
+        for n in names[:-1]:
+            g = math.exp(sum(math.log(r[n]["us"] / r[last]["us"]) for r in rows) / len(rows))
+            print(f"geomean speedup of {last} over {n}: {g:.3f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"task": task.name, "gpu": gpu, "copy_gbs": bw, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

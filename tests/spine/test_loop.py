@@ -1,0 +1,120 @@
+"""The loop's state machine with the real tuner, real git and journal; evaluation injected.
+
+(The end-to-end runs with the real evaluator are in test_cli_run.py.)
+"""
+import pytest
+
+from harness.agents.base import Attempt, ProposalContext
+from harness.agents.tuner import TunerAgent, apply, find_knobs
+from harness.loop import DecisionReply, Loop
+from harness.session import Session
+from harness.tasks import load_task
+
+TASK = load_task("softmax")
+
+
+def verdict(accepted=True, action="revert", can_keep=True, stage="done"):
+    return {"accepted": accepted, "stage": stage, "reasons": [], "shapes": [], "timing_available": False,
+            "recommendation": {"action": action, "reason": "canned", "can_keep": can_keep}}
+
+
+class Scripted:
+    def __init__(self, *actions):
+        self.actions, self.requests = list(actions), []
+
+    def decide(self, request):
+        self.requests.append(request)
+        a = self.actions.pop(0)
+        if isinstance(a, BaseException):
+            raise a
+        return DecisionReply(a, "human")
+
+
+def new_session(tmp_path):
+    return Session.create("softmax", "tuner", TASK.baseline_path.read_text(), base=tmp_path)
+
+
+def test_tuner_finds_launch_kwargs_and_module_constants():
+    knobs = {k.key: k.value for k in find_knobs(TASK.baseline_path.read_text())}
+    assert knobs == {"const:BLOCK": 1024, "launch0:num_warps": 4}
+
+
+def test_tuner_rewrites_only_the_literal():
+    src = "BLOCK = 1024\nk[(1,)](x, BLOCK=BLOCK, num_warps=4)\n"
+    knobs = {k.key: k for k in find_knobs(src)}
+    out = apply(src, {knobs["launch0:num_warps"]: 8})
+    assert out == "BLOCK = 1024\nk[(1,)](x, BLOCK=BLOCK, num_warps=8)\n"
+
+
+def test_tuner_never_repeats_a_config_and_stops_when_neighbours_run_out():
+    src = "BLOCK = 16\nk[(1,)](x, num_warps=1)\n"  # both knobs at their lower edge
+    tuner, history = TunerAgent(), []
+    seen = set()
+    for it in range(1, 10):
+        ctx = ProposalContext(TASK, it, src, "c", history)
+        events = list(tuner.propose(ctx))
+        proposal = [e for e in events if type(e).__name__ == "Proposal"]
+        if not proposal:
+            assert type(events[-1]).__name__ == "Exhausted"
+            break
+        cfg = tuple(sorted(proposal[0].meta["config"].items()))
+        assert cfg not in seen
+        seen.add(cfg)
+        history.append(Attempt(it, proposal[0].description, "reverted", meta=proposal[0].meta))
+    assert len(seen) == 2  # BLOCK 16->32 and num_warps 1->2, then nothing untried around the best
+
+
+def test_keeps_and_reverts_land_in_git_journal_and_results(tmp_path):
+    s = new_session(tmp_path)
+    loop = Loop(s, TASK, TunerAgent(), Scripted("keep", "revert", "keep"), lambda *a: verdict(), max_iterations=3)
+    assert loop.run() == "iterations done"
+    refs = s.workspace.refs("refs/")
+    assert {"refs/kept/0001", "refs/kept/0003"} <= set(refs) and "refs/kept/0002" not in refs
+    assert refs["refs/heads/best"] == refs["refs/candidates/0003"]
+    decisions = [r for r in s.journal.read() if r["kind"] == "Decision"]
+    assert [(d["action"], d["override"]) for d in decisions] == [("keep", True), ("revert", False), ("keep", True)]
+    rows = (s.root / "results.tsv").read_text().splitlines()[1:]
+    assert [r.split("\t")[4] for r in rows] == ["keep (override)", "revert", "keep (override)"]
+
+
+def test_a_candidate_that_failed_correctness_can_never_be_kept(tmp_path):
+    s = new_session(tmp_path)
+    loop = Loop(s, TASK, TunerAgent(), Scripted("keep"),
+                lambda *a: verdict(accepted=False, stage="correctness", can_keep=False), max_iterations=1)
+    loop.run()
+    d = [r for r in s.journal.read() if r["kind"] == "Decision"][0]
+    assert d["action"] == "revert" and d["by"] == "policy" and "cannot keep" in d["reason"]
+    assert "refs/kept/0001" not in s.workspace.refs("refs/")
+
+
+def test_resume_re_asks_an_undecided_candidate_without_re_evaluating(tmp_path):
+    s = new_session(tmp_path)
+    evaluations = []
+
+    def evaluate(task, cand, inc):
+        evaluations.append(cand.name)
+        return verdict()
+
+    crash = Scripted("keep", KeyboardInterrupt())  # the app dies while iteration 2 awaits a decision
+    with pytest.raises(KeyboardInterrupt):
+        Loop(s, TASK, TunerAgent(), crash, evaluate, max_iterations=3).run()
+    assert evaluations == ["candidate_0001.py", "candidate_0002.py"]
+
+    again = Session.open(s.id, base=tmp_path)
+    decider = Scripted("revert", "keep")
+    loop = Loop(again, TASK, TunerAgent(), decider, evaluate, max_iterations=3)
+    assert loop.run() == "iterations done"
+    assert [r.iteration for r in decider.requests] == [2, 3]
+    assert evaluations == ["candidate_0001.py", "candidate_0002.py", "candidate_0003.py"]
+    tried = [a.meta["config"] for a in loop.history]
+    assert len({tuple(sorted(c.items())) for c in tried}) == 3  # tuner memory survived the restart
+
+
+def test_a_keep_journalled_before_a_kill_is_finished_on_resume(tmp_path):
+    s = new_session(tmp_path)
+    Loop(s, TASK, TunerAgent(), Scripted("revert"), lambda *a: verdict(), max_iterations=1).run()
+    cand = s.workspace.candidate_ref(1)
+    s.record({"kind": "Decision", "iteration": 1, "action": "keep", "by": "human", "commit": cand, "best": cand})
+    assert s.workspace.best != cand  # killed before the ref moved
+    Loop(Session.open(s.id, base=tmp_path), TASK, TunerAgent(), Scripted(), lambda *a: verdict(), max_iterations=1)
+    assert s.workspace.best == cand

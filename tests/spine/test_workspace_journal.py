@@ -1,0 +1,52 @@
+"""Workspace keeps every candidate on its own ref; the journal survives torn writes."""
+import json
+
+from harness.journal import Journal, results_rows, write_results_tsv
+from harness.workspace import Workspace, unified_diff
+
+
+def test_candidates_get_refs_and_best_moves_only_on_keep(tmp_path):
+    ws = Workspace.create(tmp_path / "repo", "BLOCK = 1\n")
+    base = ws.best
+    c1 = ws.commit_candidate("BLOCK = 2\n", 1, "try 2")
+    assert ws.best == base  # proposing never moves best
+    ws.keep(c1, 1)
+    assert ws.best == c1 and (tmp_path / "repo" / "kernel.py").read_text() == "BLOCK = 2\n"
+    c2 = ws.commit_candidate("BLOCK = 4\n", 2, "try 4")
+    refs = ws.refs("refs/")
+    assert refs["refs/candidates/0002"] == c2 and refs["refs/kept/0001"] == c1
+    assert ws.best == c1  # a reverted candidate stays reachable, best does not move
+    assert ws.git("rev-parse", f"{c2}^") == c1  # candidates are diffed and based on the best at the time
+    assert ws.source(c2) == "BLOCK = 4\n"
+
+
+def test_unified_diff_names_both_sides():
+    d = unified_diff("a\nb\n", "a\nc\n")
+    assert "--- best/kernel.py" in d and "-b" in d and "+c" in d
+
+
+def test_torn_last_line_is_skipped_and_reported(tmp_path):
+    j = Journal(tmp_path / "journal.jsonl")
+    j.append({"kind": "IterationStarted", "iteration": 1})
+    with open(j.path, "a") as f:
+        f.write('{"kind": "Decision", "iter')  # a kill in the middle of a write
+    records = j.read()
+    assert [r["kind"] for r in records] == ["IterationStarted"]
+    assert j.torn_lines == [2]
+
+
+def test_results_tsv_is_a_view_of_decisions(tmp_path):
+    records = [
+        {"kind": "CandidateProposed", "iteration": 1, "commit": "abc123", "description": "BLOCK 1 -> 2"},
+        {"kind": "EvalResult", "iteration": 1, "verdict": {"accepted": True, "geomean_speedup": 1.25}},
+        {"kind": "Decision", "iteration": 1, "action": "keep", "override": False, "commit": "abc123"},
+        {"kind": "CandidateProposed", "iteration": 2, "commit": "def456", "description": "bad"},
+        {"kind": "EvalResult", "iteration": 2, "verdict": {"accepted": False, "stage": "static"}},
+        {"kind": "Decision", "iteration": 2, "action": "revert", "commit": "def456"},
+    ]
+    write_results_tsv(tmp_path / "results.tsv", records)
+    lines = (tmp_path / "results.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == ["iteration", "commit", "verdict", "geomean_speedup", "decision", "description"]
+    assert lines[1].split("\t") == ["1", "abc123", "accepted", "1.2500", "keep", "BLOCK 1 -> 2"]
+    assert lines[2].split("\t")[2:5] == ["rejected:static", "n/a", "revert"]
+    assert len(results_rows(records)) == 2
