@@ -1,0 +1,177 @@
+"""DeepSeek V4 CSA sparse decode: one new token per sequence attends to its sliding window plus
+the top-k compressed (ratio 4) entries chosen by the lightning indexer; shared-KV MQA, per-head
+attention sink in the denominator, inverse RoPE on the output's last 64 dims.
+
+Sources (DeepSeek's own inference code, read in two public verbatim copies; cited by function):
+- DS  = deepseek-ai/DeepSeek-V4-{Flash,Pro} `inference/model.py`, as copied in
+  github.com/Nicooo-Wang/DeepSeek-V4-Pro-code @ 0ec3a03 and Mockingjay1316/deepseek-v4-flash-spark.
+  `Attention.forward` (decode branch): the window ring buffer `kv_cache[:bsz, start_pos % win] = kv`
+  is written BEFORE `sparse_attn`, so the window holds positions pos-127..pos including the current
+  token; `get_window_topk_idxs` gives slots 0..pos (rest -1) until pos >= 127, then all 128;
+  compressed indices come from `Indexer.forward` (+128 offset into the combined cache); after
+  attention `apply_rotary_emb(o[..., -rd:], freqs_cis, True)` de-rotates the output at the query
+  position (conj of e^{i theta pos}); softmax_scale = head_dim**-0.5 = 512**-0.5.
+- DSK = `inference/kernel.py` `sparse_attn_kernel` (TileLang; Mockingjay1316/deepseek-v4-flash-spark
+  @ 1795ef7): fp32 scores/max/sum, P cast to bf16 (`acc_s_cast`) before P.V, -1 indices skipped,
+  the sink added once after the loop: `sum_exp += exp(attn_sink - scores_max)`, i.e. a logit with a
+  zero value, not multiplied by the softmax scale. Output bf16.
+- RoPE (DS `apply_rotary_emb`, `precompute_freqs_cis`): interleaved pairs (x[2i], x[2i+1]) of the
+  last 64 dims, complex multiply by e^{i theta_i pos}; compressed layers use compress_rope_theta
+  160000 with YaRN (factor 16, original_seq_len 65536, beta_fast 32, beta_slow 1; config.json of
+  deepseek-v4-flash-spark @ 1795ef7), no mscale.
+
+Task signature (all per decode step, B sequences at ragged positions pos[b]):
+  q          bf16 [B, H, 512]   query after per-head RMSNorm and RoPE at pos[b]
+  kv_window  bf16 [B, 128, 512] ring buffer; slots >= window_len[b] hold garbage
+  window_len i32  [B]           min(pos+1, 128)
+  comp_cache bf16 [B, N4, 512]  compressed entries (entry j roped at 4j); j >= (pos+1)//4 garbage
+  indices    i32  [B, topk]     entry indices into comp_cache (NO +128 offset), -1 = skip
+  sinks      f32  [H]
+  cos, sin   f32  [B, 32]       e^{i theta pos[b]} for the output's inverse RoPE
+-> bf16 [B, H, 512]
+The reference does fp32 math throughout (DS's pure-torch `sparse_attn` does the same); the
+tolerance admits the real kernel's bf16 P (a test checks that).
+"""
+import math
+
+import torch
+
+D = 512
+ROPE = 64
+WINDOW = 128
+RATIO = 4
+SCALE = D ** -0.5
+
+# compress_rope_theta and YaRN parameters of both V4 checkpoints' config.json.
+ROPE_BASE = 160000.0
+YARN_FACTOR = 16.0
+YARN_ORIG = 65536
+BETA_FAST, BETA_SLOW = 32, 1
+
+
+def rope_freqs() -> torch.Tensor:
+    """theta_i (fp64 [32]) as DS `precompute_freqs_cis` computes them for compressed layers."""
+    dim, base = ROPE, ROPE_BASE
+
+    def corr_dim(n_rot):
+        return dim * math.log(YARN_ORIG / (n_rot * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(corr_dim(BETA_FAST)), 0)
+    high = min(math.ceil(corr_dim(BETA_SLOW)), dim - 1)
+    if low == high:
+        high += 0.001
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    smooth = 1 - ramp
+    return freqs / YARN_FACTOR * (1 - smooth) + freqs * smooth
+
+
+def rope_cos_sin(pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin fp32 [..., 32] at integer positions (angles in fp64; DS uses fp32 angles, which at
+    1M tokens differ by ~1e-2 rad: irrelevant here since inputs and reference share these)."""
+    ang = pos.to(torch.float64).unsqueeze(-1) * rope_freqs().to(pos.device)
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    """Rotate the last 64 dims of fp32 x [..., d] by e^{+-i theta pos}; cos/sin broadcast to [..., 32]."""
+    x = x.clone()
+    a, b = x[..., -ROPE::2], x[..., -ROPE + 1::2]
+    s = -sin if inverse else sin
+    x[..., -ROPE::2], x[..., -ROPE + 1::2] = a * cos - b * s, a * s + b * cos
+    return x
+
+
+def ragged_lengths(dims: dict, seed: int) -> torch.Tensor:
+    """Sequence lengths (pos+1) spread evenly over [min_ctx, ctx], the longest exactly ctx, in a
+    seed-dependent order: ragged, yet bytes_moved() knows the exact multiset."""
+    B, ctx, lo = dims["batch"], dims["ctx"], min(dims.get("min_ctx", dims["ctx"]), dims["ctx"])
+    lens = [lo + ((ctx - lo) * b) // max(B - 1, 1) for b in range(B)] if B > 1 else [ctx]
+    perm = torch.randperm(B, generator=torch.Generator().manual_seed(seed + 7))
+    return torch.tensor(lens, dtype=torch.int64)[perm]
+
+
+def _rmsnormed(g: torch.Generator, shape, device) -> torch.Tensor:
+    x = torch.randn(*shape, generator=g, device=device)
+    gain = 0.5 + torch.rand(shape[-1], generator=g, device=device)  # kv_norm's learned weight
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * gain
+
+
+def build_inputs(dims, dtype, seed, device, pos_shift: int = 0, topk_override: int | None = None,
+                 all_visible_indices: bool = False):
+    """make_inputs with knobs for tests: pos_shift rotates every vector (q, window, entries, cos/sin)
+    as if all positions moved by pos_shift; all_visible_indices selects every visible entry."""
+    B, H, ctx = dims["batch"], dims["heads"], dims["ctx"]
+    topk = topk_override or dims["topk"]
+    n4 = ctx // RATIO
+    lens = ragged_lengths(dims, seed).to(device)
+    pos = lens - 1
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = _rmsnormed(g, (B, H, D), device)
+    q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + 1e-6)  # DS: unweighted per-head RMSNorm
+    kv_win = _rmsnormed(g, (B, WINDOW, D), device)
+    comp = _rmsnormed(g, (B, n4, D), device)
+    slot = torch.arange(WINDOW, device=device)
+    slot_pos = pos[:, None] - torch.remainder(pos[:, None] - slot[None, :], WINDOW)  # position in slot s
+    window_len = torch.clamp(lens, max=WINDOW)
+    n_vis = lens // RATIO
+    c, s = rope_cos_sin(pos + pos_shift)
+    q = apply_rope(q, c[:, None], s[:, None])
+    cw, sw = rope_cos_sin(slot_pos.clamp(min=0) + pos_shift)
+    kv_win = apply_rope(kv_win, cw, sw)
+    ce, se = rope_cos_sin(torch.arange(n4, device=device) * RATIO + pos_shift)
+    comp = apply_rope(comp, ce[None], se[None])
+    # Garbage where nothing valid lives: a kernel that reads it fails loudly.
+    kv_win = torch.where((slot[None, :] < window_len[:, None])[..., None], kv_win, 50.0)
+    comp = torch.where((torch.arange(n4, device=device)[None, :] < n_vis[:, None])[..., None], comp, -50.0)
+    idx = torch.full((B, topk), -1, dtype=torch.int32, device=device)
+    gi = torch.Generator().manual_seed(seed + 1)
+    for b in range(B):
+        nv = int(n_vis[b])
+        k = min(topk, nv)
+        if all_visible_indices:
+            assert k == nv, "all_visible_indices needs topk >= visible entries"
+        sel = torch.randperm(nv, generator=gi)[:k]  # what the indexer chose, in no particular order
+        idx[b, :k] = sel.to(device=device, dtype=torch.int32)
+    sinks = (torch.rand(H, generator=g, device=device) * 10 - 2).float()
+    return (q.to(dtype), kv_win.to(dtype), window_len.to(torch.int32), comp.to(dtype), idx, sinks, c, s)
+
+
+def make_inputs(dims, dtype, seed, device):
+    return build_inputs(dims, dtype, seed, device)
+
+
+def reference(q, kv_window, window_len, comp_cache, indices, sinks, cos, sin):
+    B, H, d = q.shape
+    W = kv_window.shape[1]
+    valid_c = indices >= 0
+    gathered = torch.gather(comp_cache, 1, indices.clamp(min=0).long()[..., None].expand(-1, -1, d))
+    kv = torch.cat([kv_window, gathered], dim=1).float()                     # [B, W+topk, d]
+    valid = torch.cat([torch.arange(W, device=q.device)[None, :] < window_len[:, None], valid_c], dim=1)
+    logits = torch.einsum("bhd,btd->bht", q.float(), kv) * SCALE
+    logits = logits.masked_fill(~valid[:, None, :], float("-inf"))
+    m = torch.maximum(logits.amax(-1), sinks[None, :])                       # sink joins the max
+    p = torch.exp(logits - m[..., None])
+    denom = p.sum(-1) + torch.exp(sinks[None, :] - m)
+    o = torch.einsum("bht,btd->bhd", p, kv) / denom[..., None]
+    o = apply_rope(o, cos[:, None], sin[:, None], inverse=True)
+    return o.to(q.dtype)
+
+
+def _lens(dims):
+    return ragged_lengths(dims, 0).tolist()  # the multiset does not depend on the seed
+
+
+def bytes_moved(dims, dtype):
+    es = torch.empty((), dtype=dtype).element_size()
+    B, H, topk = dims["batch"], dims["heads"], dims["topk"]
+    rows = sum(min(L, WINDOW) + min(topk, L // RATIO) for L in _lens(dims))
+    return (2 * B * H * D * es            # q in, o out
+            + rows * D * es               # window rows + gathered entries, each read once
+            + B * topk * 4 + B * 4        # indices, window_len
+            + H * 4 + 2 * B * 32 * 4)     # sinks, cos, sin
+
+
+def flops(dims):
+    rows = sum(min(L, WINDOW) + min(dims["topk"], L // RATIO) for L in _lens(dims))
+    return 4 * dims["heads"] * D * rows  # QK^T and PV
