@@ -1,0 +1,358 @@
+"""Assemble the prompt an LLM agent gets for one proposal.
+
+Order, most stable first so that providers' prefix caches hit across iterations:
+  system: role, the required DSL, the rules packs' never-do lists (with rule ids);
+  user:   the context packs (hardware, model, rules markdown) in a fixed order, the task (summary,
+          entry signature, reference.py, shapes including the long ones, tolerances, roofline
+          figures), the person's standing ideas, the incumbent source, the compact history, and
+          the feedback on the last attempt.
+Within the token budget, the history is cut first (oldest attempts first), then pack files from the
+end; whatever is cut is said in the prompt itself and listed in `Prompt.cut`. Tokens are estimated
+at ~4 characters per token (CHARS_PER_TOKEN): close enough for English and code on current
+tokenizers to keep a budget, not an exact count.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from harness.packs import KIND_ORDER, Pack, PackWatcher
+
+CHARS_PER_TOKEN = 4
+DEFAULT_BUDGET_TOKENS = 100_000
+
+DSL_TEXT = {
+    "triton": ("Triton: the entry function must launch at least one `@triton.jit` kernel "
+               "(`kernel[grid](...)`) that computes the result on every path that returns. Torch may "
+               "only allocate outputs (`torch.empty*`), query shapes/strides/dtypes/devices and make "
+               "views; computing any part of the answer with torch, torch.nn.functional, torch.compile, "
+               "torch.ops or a vendor library is rejected."),
+    "cute": ("CuTe DSL (nvidia-cutlass-dsl): the entry function must run a `@cute.kernel` launched "
+             "from a `@cute.jit` function that computes the result; torch may only allocate and "
+             "describe tensors."),
+    "cuda": ("CUDA C++: the module compiles a `__global__` kernel with torch.utils.cpp_extension "
+             "(`load_inline` or `load`) and the entry function calls it to compute the result; torch may "
+             "only allocate and describe tensors."),
+}
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+@dataclass
+class Prompt:
+    system: str
+    user: str
+    packs: list[dict] = field(default_factory=list)  # provenance of each pack in the prompt
+    cut: list[str] = field(default_factory=list)  # what was left out for the budget, said plainly
+
+    @property
+    def est_tokens(self) -> int:
+        return estimate_tokens(self.system) + estimate_tokens(self.user)
+
+
+def _sorted(packs: Iterable[Pack]) -> list[Pack]:
+    return sorted(packs, key=lambda p: (KIND_ORDER.get(p.kind, 9), p.id))
+
+
+def _pack_files(p: Pack) -> list[tuple[str, str]]:
+    return [(name, p.file_text(name).strip("\n")) for name in p.files]
+
+
+def _pack_header(p: Pack) -> str:
+    src = "; ".join(p.sources) if p.sources else "none named"
+    return f"## {p.title}\n(pack {p.id} {p.version}, {p.kind}; sources: {src})"
+
+
+def _render_packs(packs: Sequence[Pack], budget_tokens: int) -> tuple[str, list[str], dict[str, list[str]]]:
+    packs = _sorted(packs)
+    entries: list[tuple[Pack, str, str]] = [(p, n, t) for p in packs for n, t in _pack_files(p)]
+    keep = [True] * len(entries)
+
+    def render() -> str:
+        out = []
+        for p in packs:
+            body = []
+            for i, (q, name, text) in enumerate(entries):
+                if q is p:
+                    body.append(f"### {p.id}/{name}\n{text}" if keep[i] else
+                                f"### {p.id}/{name}\n[cut to fit the token budget: "
+                                f"~{estimate_tokens(text)} tokens left out]")
+            if body or p.kind != "rules":
+                out.append("\n\n".join([_pack_header(p)] + body))
+        return "\n\n".join(out)
+
+    cut: list[str] = []
+    cut_files: dict[str, list[str]] = {}
+    text = render()
+    i = len(entries) - 1
+    while estimate_tokens(text) > budget_tokens and i >= 0:
+        p, name, body = entries[i]
+        keep[i] = False
+        cut.append(f"pack file {p.id}/{name} (~{estimate_tokens(body)} tokens)")
+        cut_files.setdefault(p.id, []).insert(0, name)
+        text = render()
+        i -= 1
+    return text, cut, cut_files
+
+
+def render_packs(packs: list[Pack], budget_tokens: int) -> tuple[str, list[str]]:
+    """The packs' markdown in prompt order (hardware, model, rules; then id) within a token budget.
+    Files are cut whole from the end; each cut file leaves a marker line in the text. Returns the
+    text and one note per cut file."""
+    text, cut, _ = _render_packs(packs, budget_tokens)
+    return text, cut
+
+
+def _rule_items(p: Pack) -> list[tuple[str, str, str]]:
+    """(rule id, message, how it is detected) for a rules pack's rules."""
+    items = []
+    rules = p.rules or p.rule_specs()
+    for r in rules:
+        get = (lambda k, r=r: r.get(k)) if isinstance(r, dict) else (lambda k, r=r: getattr(r, k, None))
+        how = f"runtime check {get('runtime')}" if get("runtime") else "static check"
+        sev = get("severity")
+        if sev and sev != "error":
+            how += f", {sev}"
+        items.append((str(get("id")), str(get("message") or "").strip(), how))
+    return items
+
+
+def render_system(task: Any, packs: Sequence[Pack]) -> str:
+    dsl = getattr(task, "dsl", "triton")
+    entry = getattr(task, "entry", "entry")
+    lines = [
+        "You are a GPU kernel engineer working in warpsmith, an autoresearch loop. Each turn you propose "
+        "ONE candidate: a complete Python module that replaces the incumbent kernel. warpsmith rejects "
+        "candidates that break the rules below, checks correctness on every shape (including long ones) "
+        "with fresh inputs, times the survivors against the incumbent, and a person keeps or reverts.",
+        "",
+        f"Required DSL: {DSL_TEXT.get(dsl, dsl)}",
+        f"The module must define `{entry}(*inputs)` with the same inputs and outputs as the task's "
+        "`reference`; return new tensors (not views of inputs), same shapes and dtypes.",
+        "Facts about the GPU and the model come from the context packs in the message: trust them over "
+        "memory, and do not use instructions or APIs the packs or the DSL version do not have.",
+    ]
+    rule_packs = [p for p in _sorted(packs) if p.kind == "rules"]
+    items = [(p, it) for p in rule_packs for it in _rule_items(p)]
+    if items:
+        lines += ["", "Never do any of the following (each is enforced; a violation rejects the "
+                  "candidate before it runs, and the rejection names the rule id):"]
+        for p, (rid, msg, how) in items:
+            lines.append(f"- [{rid}] {msg} ({p.id}; {how})")
+    return "\n".join(lines)
+
+
+def _entry_signature(task: Any) -> str:
+    entry = getattr(task, "entry", "entry")
+    try:
+        tree = ast.parse(task.reference_path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "reference":
+                return f"def {entry}({ast.unparse(node.args)})"
+    except Exception:
+        pass
+    return f"def {entry}(*inputs)"
+
+
+def _fmt_num(x: float) -> str:
+    for unit, div in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= div:
+            return f"{x / div:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def _roofline(task: Any, packs: Sequence[Pack]) -> dict[str, str]:
+    """Per shape: bytes moved, flops, intensity and, when a hardware pack gives `specs`
+    (hbm_tb_s, bf16_tflops), the time floor those imply. Empty when the task defines neither."""
+    try:
+        import torch
+
+        ref = task.load_reference()
+    except Exception:
+        return {}
+    bm, fl = getattr(ref, "bytes_moved", None), getattr(ref, "flops", None)
+    if not callable(bm) and not callable(fl):
+        return {}
+    specs: dict[str, float] = {}
+    for p in packs:
+        if p.kind == "hardware":
+            specs = {k: float(v) for k, v in (p.raw.get("specs") or {}).items()}
+            break
+    dtype = getattr(torch, task.dtypes[0])
+    out = {}
+    for s in task.shapes:
+        parts, floor = [], 0.0
+        try:
+            b = float(bm(s.dims, dtype)) if callable(bm) else None
+            f = float(fl(s.dims)) if callable(fl) else None
+        except Exception as e:
+            out[s.name] = f"roofline unavailable ({type(e).__name__}: {e})"
+            continue
+        if b is not None:
+            parts.append(f"{_fmt_num(b)}B moved")
+            if specs.get("hbm_tb_s"):
+                floor = max(floor, b / (specs["hbm_tb_s"] * 1e12))
+        if f is not None:
+            parts.append(f"{_fmt_num(f)} flop")
+            if specs.get("bf16_tflops"):
+                floor = max(floor, f / (specs["bf16_tflops"] * 1e12))
+        if b and f:
+            parts.append(f"{f / b:.3g} flop/B")
+        if floor:
+            parts.append(f"floor {floor * 1e6:.3g} us at the hardware pack's peak figures")
+        out[s.name] = ", ".join(parts)
+    return out
+
+
+def render_task(task: Any, packs: Sequence[Pack] = ()) -> str:
+    lines = [f"# Task: {task.name}", task.summary or "", "",
+             f"Entry point (the function your module defines): `{_entry_signature(task)}`",
+             f"DSL: {task.dsl}; dtypes: {', '.join(task.dtypes)}"]
+    tol = "; ".join(f"{dt}: atol {t.atol}, rtol {t.rtol}" for dt, t in task.tolerance.items())
+    lines.append(f"Tolerances: {tol}")
+    roof = _roofline(task, packs)
+    lines += ["", "Shapes (all are checked and timed; the score is the weighted geometric mean of speedups):"]
+    for s in task.shapes:
+        dims = ", ".join(f"{k}={v}" for k, v in s.dims.items())
+        extra = [f"weight {s.weight:g}"] if s.weight != 1.0 else []
+        if s.tags:
+            extra.append("tags: " + ", ".join(s.tags))
+        if s.name in roof:
+            extra.append(roof[s.name])
+        lines.append(f"- {s.name}: {dims}" + (f" ({'; '.join(extra)})" if extra else ""))
+    longs = [s.name for s in task.shapes if s.long]
+    if longs:
+        lines.append(f"Long-context shapes ({', '.join(longs)}) are never optional: the kernel must be "
+                     "correct and fast on them too.")
+    interp = ", ".join(f"{s.name} ({', '.join(f'{k}={v}' for k, v in s.dims.items())})"
+                       for s in task.interpreter_shapes)
+    lines.append(f"Without a GPU, correctness is checked in Triton's interpreter on: {interp}.")
+    try:
+        ref_src = task.reference_path.read_text()
+        lines += ["", "Reference implementation (reference.py; the ground truth, never import it):",
+                  "```python", ref_src.rstrip(), "```"]
+    except OSError:
+        pass
+    return "\n".join(lines)
+
+
+def render_attempt(a: Any) -> str:
+    s = f"- #{a.iteration} {a.outcome}: {a.description.strip() or '(no description)'}"
+    if a.summary:
+        s += f" | {a.summary.strip()}"
+    if a.veto_reason:
+        s += f" | the person said: {a.veto_reason.strip()}"
+    return s
+
+
+def render_history(history: Sequence[Any], drop: int = 0) -> str:
+    if not history:
+        return ""
+    lines = ["# History (earlier attempts, oldest first)"]
+    if drop:
+        lines.append(f"[{drop} earlier attempt(s) cut to fit the token budget]")
+    lines += [render_attempt(a) for a in history[drop:]]
+    return "\n".join(lines)
+
+
+def build_prompt(task: Any, incumbent_source: str, packs: Sequence[Pack], history: Sequence[Any] = (),
+                 ideas: Sequence[str] = (), feedback: str | None = None,
+                 budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Prompt:
+    packs = _sorted(packs)
+    system = render_system(task, packs)
+    fixed = [render_task(task, packs)]
+    if ideas:
+        fixed.append("# Standing directions from the person (follow them)\n"
+                     + "\n".join(f"- {i}" for i in ideas))
+    fixed.append("# Incumbent (the current best; your candidate replaces this module)\n"
+                 f"```python\n{incumbent_source.rstrip()}\n```")
+    tail = []
+    if feedback:
+        tail.append(f"# Feedback on the last attempt\n{feedback.strip()}")
+    tail.append("Propose one candidate now: the complete module, and one line on what you changed and why "
+                "it should be faster.")
+    sep = "\n\n"
+    fixed_tokens = estimate_tokens(system) + estimate_tokens(sep.join(fixed + tail)) + 16
+    pack_text_full, _, _ = _render_packs(packs, 1 << 60)
+    pack_tokens = estimate_tokens(pack_text_full)
+    cut: list[str] = []
+    # 1) history, oldest first
+    drop = 0
+    hist = render_history(history)
+    while history and drop < len(history) and \
+            fixed_tokens + pack_tokens + estimate_tokens(hist) > budget_tokens:
+        drop += 1
+        hist = render_history(history, drop)
+    if drop:
+        cut.append(f"history: {drop} oldest of {len(history)} attempts")
+    # 2) pack files, from the end
+    pack_budget = max(0, budget_tokens - fixed_tokens - estimate_tokens(hist))
+    pack_text, pack_cut, cut_files = _render_packs(packs, pack_budget)
+    cut += pack_cut
+    sections = []
+    if packs:
+        sections.append("# Context packs (checked facts about the GPU, the model and the DSL)\n\n" + pack_text)
+    sections += fixed
+    if hist:
+        sections.append(hist)
+    sections += tail
+    user = sep.join(sections)
+    over = estimate_tokens(system) + estimate_tokens(user) - budget_tokens
+    if over > 0:
+        cut.append(f"still ~{over} tokens over the {budget_tokens}-token budget after cutting all "
+                   "history and pack files (the task and incumbent are never cut)")
+    if cut:
+        user += sep + "[Cut to fit the token budget: " + "; ".join(cut) + "]"
+    prov = []
+    for p in packs:
+        d = p.provenance()
+        d["cut_files"] = cut_files.get(p.id, [])
+        prov.append(d)
+    return Prompt(system=system, user=user, packs=prov, cut=cut)
+
+
+def feedback_from_history(history: Sequence[Any]) -> str | None:
+    """The last attempt, in full, when it was not kept: what the agent must act on next."""
+    if not history:
+        return None
+    a = history[-1]
+    if a.outcome == "kept":
+        return f"Attempt #{a.iteration} was kept and is now the incumbent." + (
+            f" {a.summary}" if a.summary else "")
+    parts = [f"Attempt #{a.iteration} ({a.description.strip() or 'no description'}) was {a.outcome}."]
+    if a.summary:
+        parts.append(a.summary.strip())
+    if a.veto_reason:
+        parts.append(f"The person reverted it and said: {a.veto_reason.strip()}")
+    return "\n".join(parts)
+
+
+class PromptBuilder:
+    """What the loop calls per proposal: `builder(ctx) -> (system, user, packs provenance)`.
+
+    `packs` is a PackWatcher (live reload: each call sees the latest good version of every
+    selected pack), a callable returning packs, or a fixed list. The last Prompt is kept in
+    `.last` (for transcripts and to show what was cut).
+    """
+
+    def __init__(self, packs: PackWatcher | Callable[[], list[Pack]] | Sequence[Pack],
+                 budget_tokens: int = DEFAULT_BUDGET_TOKENS):
+        self._packs = packs
+        self.budget_tokens = budget_tokens
+        self.last: Prompt | None = None
+
+    def current_packs(self) -> list[Pack]:
+        if isinstance(self._packs, PackWatcher):
+            return self._packs.packs()
+        if callable(self._packs):
+            return list(self._packs())
+        return list(self._packs)
+
+    def __call__(self, ctx: Any) -> tuple[str, str, list[dict]]:
+        prompt = build_prompt(ctx.task, ctx.incumbent_source, self.current_packs(), ctx.history,
+                              ctx.ideas, feedback_from_history(ctx.history), self.budget_tokens)
+        self.last = prompt
+        return prompt.system, prompt.user, prompt.packs
