@@ -1,0 +1,69 @@
+"""`--agent SPEC` → an Agent.
+
+    tuner                          the offline knob tuner (default)
+    script:DIR                     replay prepared candidates from DIR
+    anthropic[:MODEL]              Claude via the Messages API (ANTHROPIC_API_KEY)
+    openai[:MODEL]                 OpenAI via the Responses API (OPENAI_API_KEY, OPENAI_BASE_URL)
+    openai-compat:URL[#MODEL]      a local OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp)
+
+Provider modules are imported only when named, so `tuner` runs without the SDKs' import cost.
+Options for LLM agents (budget, transcript_dir, prices, retry, http_client, ...) are keyword
+arguments; tuner and script ignore them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.agents.base import Agent
+from harness.agents.llm import AgentConfigError
+
+KINDS = ("tuner", "script:DIR", "anthropic:MODEL", "openai:MODEL", "openai-compat:URL[#MODEL]")
+
+
+class AgentSpecError(AgentConfigError):
+    """A --agent value that names no agent; str() says what the valid forms are."""
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    spec = spec.strip()
+    kind, sep, rest = spec.partition(":")
+    kind = kind.lower()
+    if kind not in ("tuner", "script", "anthropic", "openai", "openai-compat"):
+        raise AgentSpecError(f"--agent {spec!r}: unknown agent; use one of {', '.join(KINDS)}")
+    if kind in ("script", "openai-compat") and not rest:
+        form = "script:DIR" if kind == "script" else "openai-compat:URL[#MODEL]"
+        raise AgentSpecError(f"--agent {spec!r}: needs {form}")
+    if kind == "tuner" and rest:
+        raise AgentSpecError(f"--agent {spec!r}: the tuner takes no argument")
+    return kind, rest
+
+
+def make_agent(spec: str, **opts: Any) -> Agent:
+    kind, rest = parse_spec(spec)
+    if kind == "tuner":
+        from harness.agents.tuner import TunerAgent
+
+        return TunerAgent()
+    if kind == "script":
+        from harness.agents.script import ScriptAgent
+
+        try:
+            return ScriptAgent(Path(rest).expanduser())
+        except FileNotFoundError as e:
+            raise AgentSpecError(str(e)) from None
+    try:
+        if kind == "anthropic":
+            from harness.agents.anthropic import AnthropicAgent
+
+            return AnthropicAgent(rest, **opts)
+        if kind == "openai":
+            from harness.agents.openai import OpenAIAgent
+
+            return OpenAIAgent(rest, **opts)
+        from harness.agents.openai import OpenAICompatAgent
+
+        url, _, model = rest.partition("#")
+        return OpenAICompatAgent(url, model, **opts)
+    except TypeError as e:  # an option this agent does not take: a caller's mistake, said plainly
+        raise AgentSpecError(f"--agent {spec!r}: {e}") from None
