@@ -1,0 +1,153 @@
+"""DeepSeek V4 HCA decode: one new token per sequence attends to its sliding window plus EVERY
+visible ratio-128 compressed entry (no indexer); shared-KV MQA, per-head attention sink in the
+denominator, inverse RoPE on the output's last 64 dims.
+
+Sources (DeepSeek's own inference code, public verbatim copies; cited by function):
+- DS  = `inference/model.py` (github.com/Nicooo-Wang/DeepSeek-V4-Pro-code @ 0ec3a03,
+  Mockingjay1316/deepseek-v4-flash-spark). `Attention.__init__`: compress_ratio 128 layers get a
+  `Compressor(args, 128, 512)` and no Indexer. `Attention.forward` (decode): window indices from
+  `get_window_topk_idxs`, compressed indices from `get_compress_topk_idxs(ratio, ..., start_pos,
+  offset)` = `arange(0, (start_pos+1)//128) + 128`: the query sees entries j < (pos+1)//128, all of
+  them; then `sparse_attn` and the inverse RoPE `apply_rotary_emb(o[..., -rd:], freqs_cis, True)`.
+- DSK = `inference/kernel.py` `sparse_attn_kernel`: fp32 scores, P cast to bf16 before P.V, sink
+  added once to the denominator (a logit with zero value, unscaled). Same kernel as CSA.
+- RoPE: last 64 dims, interleaved pairs; compress_rope_theta 160000 + YaRN (factor 16,
+  original_seq_len 65536, beta 32/1); entry j roped at position 128j (`Compressor.forward`:
+  `freqs_cis[start_pos + 1 - ratio]`).
+
+Task signature (B sequences at ragged positions pos[b]):
+  q          bf16 [B, H, 512]    query (per-head RMSNorm, RoPE at pos[b])
+  kv_window  bf16 [B, 128, 512]  ring buffer; slots >= window_len[b] hold garbage
+  window_len i32  [B]            min(pos+1, 128)
+  comp_cache bf16 [B, N128, 512] entries j < n_visible[b] valid, the rest garbage
+  n_visible  i32  [B]            (pos+1)//128
+  sinks      f32  [H];  cos, sin f32 [B, 32] at pos[b]
+-> bf16 [B, H, 512]. fp32 reference; tolerance admits bf16 P (tested).
+"""
+import math
+
+import torch
+
+D = 512
+ROPE = 64
+WINDOW = 128
+RATIO = 128
+SCALE = D ** -0.5
+
+# compress_rope_theta and YaRN parameters of both V4 checkpoints' config.json.
+ROPE_BASE = 160000.0
+YARN_FACTOR = 16.0
+YARN_ORIG = 65536
+BETA_FAST, BETA_SLOW = 32, 1
+
+
+def rope_freqs() -> torch.Tensor:
+    """theta_i (fp64 [32]) as DS `precompute_freqs_cis` computes them for compressed layers."""
+    dim, base = ROPE, ROPE_BASE
+
+    def corr_dim(n_rot):
+        return dim * math.log(YARN_ORIG / (n_rot * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(corr_dim(BETA_FAST)), 0)
+    high = min(math.ceil(corr_dim(BETA_SLOW)), dim - 1)
+    if low == high:
+        high += 0.001
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    smooth = 1 - ramp
+    return freqs / YARN_FACTOR * (1 - smooth) + freqs * smooth
+
+
+def rope_cos_sin(pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin fp32 [..., 32] at integer positions (angles in fp64; DS uses fp32 angles, which at
+    1M tokens differ by ~1e-2 rad: irrelevant here since inputs and reference share these)."""
+    ang = pos.to(torch.float64).unsqueeze(-1) * rope_freqs().to(pos.device)
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    """Rotate the last 64 dims of fp32 x [..., d] by e^{+-i theta pos}; cos/sin broadcast to [..., 32]."""
+    x = x.clone()
+    a, b = x[..., -ROPE::2], x[..., -ROPE + 1::2]
+    s = -sin if inverse else sin
+    x[..., -ROPE::2], x[..., -ROPE + 1::2] = a * cos - b * s, a * s + b * cos
+    return x
+
+
+def ragged_lengths(dims: dict, seed: int) -> torch.Tensor:
+    """Sequence lengths (pos+1) spread evenly over [min_ctx, ctx], the longest exactly ctx, in a
+    seed-dependent order: ragged, yet bytes_moved() knows the exact multiset."""
+    B, ctx, lo = dims["batch"], dims["ctx"], min(dims.get("min_ctx", dims["ctx"]), dims["ctx"])
+    lens = [lo + ((ctx - lo) * b) // max(B - 1, 1) for b in range(B)] if B > 1 else [ctx]
+    perm = torch.randperm(B, generator=torch.Generator().manual_seed(seed + 7))
+    return torch.tensor(lens, dtype=torch.int64)[perm]
+
+
+def _rmsnormed(g: torch.Generator, shape, device) -> torch.Tensor:
+    x = torch.randn(*shape, generator=g, device=device)
+    gain = 0.5 + torch.rand(shape[-1], generator=g, device=device)  # kv_norm's learned weight
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * gain
+
+
+def build_inputs(dims, dtype, seed, device, pos_shift: int = 0):
+    """make_inputs; pos_shift rotates every vector as if all positions moved by pos_shift."""
+    B, H, ctx = dims["batch"], dims["heads"], dims["ctx"]
+    n128 = ctx // RATIO
+    lens = ragged_lengths(dims, seed).to(device)
+    pos = lens - 1
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = _rmsnormed(g, (B, H, D), device)
+    q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + 1e-6)  # DS: unweighted per-head RMSNorm
+    kv_win = _rmsnormed(g, (B, WINDOW, D), device)
+    comp = _rmsnormed(g, (B, n128, D), device)
+    slot = torch.arange(WINDOW, device=device)
+    slot_pos = pos[:, None] - torch.remainder(pos[:, None] - slot[None, :], WINDOW)
+    window_len = torch.clamp(lens, max=WINDOW)
+    n_vis = lens // RATIO
+    c, s = rope_cos_sin(pos + pos_shift)
+    q = apply_rope(q, c[:, None], s[:, None])
+    cw, sw = rope_cos_sin(slot_pos.clamp(min=0) + pos_shift)
+    kv_win = apply_rope(kv_win, cw, sw)
+    ce, se = rope_cos_sin(torch.arange(n128, device=device) * RATIO + pos_shift)
+    comp = apply_rope(comp, ce[None], se[None])
+    kv_win = torch.where((slot[None, :] < window_len[:, None])[..., None], kv_win, 50.0)
+    comp = torch.where((torch.arange(n128, device=device)[None, :] < n_vis[:, None])[..., None], comp, -50.0)
+    sinks = (torch.rand(H, generator=g, device=device) * 10 - 2).float()
+    return (q.to(dtype), kv_win.to(dtype), window_len.to(torch.int32), comp.to(dtype),
+            n_vis.to(torch.int32), sinks, c, s)
+
+
+def make_inputs(dims, dtype, seed, device):
+    return build_inputs(dims, dtype, seed, device)
+
+
+def reference(q, kv_window, window_len, comp_cache, n_visible, sinks, cos, sin):
+    B, H, d = q.shape
+    W, N = kv_window.shape[1], comp_cache.shape[1]
+    kv = torch.cat([kv_window, comp_cache], dim=1).float()                  # [B, W+N, d]
+    valid = torch.cat([torch.arange(W, device=q.device)[None, :] < window_len[:, None],
+                       torch.arange(N, device=q.device)[None, :] < n_visible[:, None]], dim=1)
+    logits = torch.einsum("bhd,btd->bht", q.float(), kv) * SCALE
+    logits = logits.masked_fill(~valid[:, None, :], float("-inf"))
+    m = torch.maximum(logits.amax(-1), sinks[None, :])
+    p = torch.exp(logits - m[..., None])
+    denom = p.sum(-1) + torch.exp(sinks[None, :] - m)
+    o = torch.einsum("bht,btd->bhd", p, kv) / denom[..., None]
+    o = apply_rope(o, cos[:, None], sin[:, None], inverse=True)
+    return o.to(q.dtype)
+
+
+def _lens(dims):
+    return ragged_lengths(dims, 0).tolist()
+
+
+def bytes_moved(dims, dtype):
+    es = torch.empty((), dtype=dtype).element_size()
+    B, H = dims["batch"], dims["heads"]
+    rows = sum(min(L, WINDOW) + L // RATIO for L in _lens(dims))
+    return 2 * B * H * D * es + rows * D * es + 2 * B * 4 + H * 4 + 2 * B * 32 * 4
+
+
+def flops(dims):
+    rows = sum(min(L, WINDOW) + L // RATIO for L in _lens(dims))
+    return 4 * dims["heads"] * D * rows
