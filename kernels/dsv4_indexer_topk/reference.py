@@ -1,0 +1,187 @@
+"""DeepSeek V4 lightning indexer + causal top-k at decode: for each sequence, score every causally
+visible ratio-4 indexer key, score[s] = sum_h w_h * ReLU(q_h . k_s), and return the top-k entries.
+This read of ALL indexer keys is the CSA layer's long-context cost (64 MiB per sequence at 1M).
+
+Sources (DeepSeek's own inference code, public verbatim copies; cited by function):
+- DS = `inference/model.py` (github.com/Nicooo-Wang/DeepSeek-V4-Pro-code @ 0ec3a03,
+  Mockingjay1316/deepseek-v4-flash-spark). `Indexer.__init__`: 64 heads (index_n_heads) of
+  dim 128 (index_head_dim), softmax_scale 128**-0.5, own `Compressor(args, 4, 128, rotate=True)`
+  and key cache [B, max_seq_len//4, 128]. `Indexer.forward`:
+  `weights = weights_proj(x) * (softmax_scale * n_heads ** -0.5)`;
+  `index_score = einsum("bshd,btd->bsht", q, kv_cache[:bsz, :end_pos // ratio])`;
+  `index_score = (index_score.relu_() * weights.unsqueeze(-1)).sum(dim=2)`;
+  `topk_idxs = index_score.topk(min(index_topk, end_pos // ratio))` (+offset 128 into the
+  attention's combined cache, which this task leaves out). index_topk: 512 Flash, 1024 Pro
+  (config.json). The compressor runs before scoring, so the entry closing at this step is visible:
+  n_visible = (pos+1)//4.
+- q and k are RoPE'd (last 64 of 128 dims; compress_rope_theta 160000 + YaRN), Hadamard-rotated
+  (`rotate_activation`) and FP4-simulated in DS. The Hadamard is orthonormal and applied to both
+  sides, so it cancels in q.k; quantisation is left out of this bf16 task (see the notes).
+
+Task signature (B sequences at ragged positions):
+  q_idx     bf16 [B, 64, 128]   indexer query at pos[b]
+  weights   f32  [B, 64]        per-head weights, 128**-0.5 * 64**-0.5 already applied (may be < 0)
+  k_idx     bf16 [B, N4, 128]   indexer key cache; rows j >= n_visible[b] hold garbage
+  n_visible i32  [B]            (pos+1)//4
+  topk      int                 512 (Flash) or 1024 (Pro)
+-> int32 [B, topk]: entry indices into k_idx, any order, distinct, all < n_visible[b];
+   the first min(topk, n_visible[b]) slots hold them and the rest are -1.
+`compare` checks the reference scores of the chosen set against the true top-k scores (ties and
+bf16 scoring in DS make exact indices fragile), and refuses invisible, duplicate or misplaced -1s.
+"""
+import math
+
+import torch
+
+IDX_HEADS = 64
+IDX_DIM = 128
+RATIO = 4
+ROPE = 64
+
+# compress_rope_theta and YaRN parameters of both V4 checkpoints' config.json.
+ROPE_BASE = 160000.0
+YARN_FACTOR = 16.0
+YARN_ORIG = 65536
+BETA_FAST, BETA_SLOW = 32, 1
+
+
+def rope_freqs() -> torch.Tensor:
+    """theta_i (fp64 [32]) as DS `precompute_freqs_cis` computes them for compressed layers."""
+    dim, base = ROPE, ROPE_BASE
+
+    def corr_dim(n_rot):
+        return dim * math.log(YARN_ORIG / (n_rot * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(corr_dim(BETA_FAST)), 0)
+    high = min(math.ceil(corr_dim(BETA_SLOW)), dim - 1)
+    if low == high:
+        high += 0.001
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    smooth = 1 - ramp
+    return freqs / YARN_FACTOR * (1 - smooth) + freqs * smooth
+
+
+def rope_cos_sin(pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin fp32 [..., 32] at integer positions (angles in fp64; DS uses fp32 angles, which at
+    1M tokens differ by ~1e-2 rad: irrelevant here since inputs and reference share these)."""
+    ang = pos.to(torch.float64).unsqueeze(-1) * rope_freqs().to(pos.device)
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    """Rotate the last 64 dims of fp32 x [..., d] by e^{+-i theta pos}; cos/sin broadcast to [..., 32]."""
+    x = x.clone()
+    a, b = x[..., -ROPE::2], x[..., -ROPE + 1::2]
+    s = -sin if inverse else sin
+    x[..., -ROPE::2], x[..., -ROPE + 1::2] = a * cos - b * s, a * s + b * cos
+    return x
+
+
+def ragged_lengths(dims: dict, seed: int) -> torch.Tensor:
+    """Sequence lengths (pos+1) spread evenly over [min_ctx, ctx], the longest exactly ctx, in a
+    seed-dependent order: ragged, yet bytes_moved() knows the exact multiset."""
+    B, ctx, lo = dims["batch"], dims["ctx"], min(dims.get("min_ctx", dims["ctx"]), dims["ctx"])
+    lens = [lo + ((ctx - lo) * b) // max(B - 1, 1) for b in range(B)] if B > 1 else [ctx]
+    perm = torch.randperm(B, generator=torch.Generator().manual_seed(seed + 7))
+    return torch.tensor(lens, dtype=torch.int64)[perm]
+
+
+
+
+def build_inputs(dims, dtype, seed, device, pos_shift: int = 0):
+    B, ctx, topk = dims["batch"], dims["ctx"], dims["topk"]
+    H = dims.get("heads", IDX_HEADS)
+    n4 = ctx // RATIO
+    lens = ragged_lengths(dims, seed).to(device)
+    pos = lens - 1
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(B, H, IDX_DIM, generator=g, device=device)
+    k = torch.randn(B, n4, IDX_DIM, generator=g, device=device)
+    k = k * torch.rsqrt(k.pow(2).mean(-1, keepdim=True) + 1e-6)  # the compressor's RMSNorm
+    c, s = rope_cos_sin(pos + pos_shift)
+    q = apply_rope(q, c[:, None], s[:, None])
+    ce, se = rope_cos_sin(torch.arange(n4, device=device) * RATIO + pos_shift)
+    k = apply_rope(k, ce[None], se[None])
+    n_vis = lens // RATIO
+    # Invisible rows: large and aligned with q, so that scoring them would win the top-k.
+    garbage = 8.0 * torch.sign(q.sum(1, keepdim=True))
+    k = torch.where((torch.arange(n4, device=device)[None, :] < n_vis[:, None])[..., None], k, garbage)
+    w = torch.randn(B, H, generator=g, device=device) * (IDX_DIM ** -0.5 * H ** -0.5)
+    return q.to(dtype), w.float(), k.to(dtype), n_vis.to(torch.int32), topk
+
+
+def make_inputs(dims, dtype, seed, device):
+    return build_inputs(dims, dtype, seed, device)
+
+
+def scores(q_idx, weights, k_idx, n_visible):
+    """fp32 [B, N4]: sum_h w_h ReLU(q_h . k_s), -inf where s >= n_visible."""
+    s = torch.einsum("bhd,bnd->bhn", q_idx.float(), k_idx.float()).relu_()
+    s = torch.einsum("bhn,bh->bn", s, weights.float())
+    visible = torch.arange(k_idx.shape[1], device=k_idx.device)[None, :] < n_visible[:, None]
+    return s.masked_fill(~visible, float("-inf"))
+
+
+def reference(q_idx, weights, k_idx, n_visible, topk):
+    sc = scores(q_idx, weights, k_idx, n_visible)
+    B, N = sc.shape
+    k = min(topk, N)
+    idx = sc.topk(k, dim=-1).indices
+    keep = torch.arange(k, device=sc.device)[None, :] < torch.clamp(n_visible, max=topk)[:, None].long()
+    idx = torch.where(keep, idx, -1).to(torch.int32)
+    if k < topk:
+        idx = torch.cat([idx, idx.new_full((B, topk - k), -1)], dim=1)
+    return idx
+
+
+def compare(out, expected, inputs, atol, rtol):
+    q_idx, weights, k_idx, n_visible, topk = inputs
+    if not isinstance(out, torch.Tensor):
+        return f"output is {type(out).__name__}, not a torch.Tensor"
+    if out.shape != expected.shape or out.dtype != torch.int32:
+        return f"output is {out.dtype} {tuple(out.shape)}, expected torch.int32 {tuple(expected.shape)}"
+    out, n_vis = out.detach().long().cpu(), n_visible.cpu().long()
+    B, K = out.shape
+    k_b = torch.clamp(n_vis, max=K)
+    slot_used = torch.arange(K)[None, :] < k_b[:, None]
+    bad = slot_used & ((out < 0) | (out >= n_vis[:, None]))
+    if bad.any():
+        b, j = (int(v) for v in bad.nonzero()[0])
+        return f"row {b} slot {j}: index {int(out[b, j])} is not a visible entry (n_visible {int(n_vis[b])})"
+    pad = ~slot_used & (out != -1)
+    if pad.any():
+        b, j = (int(v) for v in pad.nonzero()[0])
+        return f"row {b} slot {j}: expected -1 padding after {int(k_b[b])} entries, got {int(out[b, j])}"
+    srt = torch.where(slot_used, out, K + torch.arange(K)[None, :] + (1 << 40)).sort(dim=1).values
+    dup = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] < (1 << 40))
+    if dup.any():
+        b = int(dup.nonzero()[0][0])
+        return f"row {b}: duplicate indices chosen"
+    sc = scores(q_idx.cpu(), weights.cpu(), k_idx.cpu(), n_vis)
+    got = torch.where(slot_used, sc.gather(1, out.clamp(min=0)), float("-inf")).sort(dim=1, descending=True).values
+    exp_idx = expected.detach().long().cpu()
+    want = torch.where(slot_used, sc.gather(1, exp_idx.clamp(min=0)), float("-inf")).sort(dim=1, descending=True).values
+    g, w = torch.where(slot_used, got, 0.0), torch.where(slot_used, want, 0.0)
+    off = (g - w).abs() > atol + rtol * w.abs()
+    if off.any():
+        b, j = (int(v) for v in off.nonzero()[0])
+        return (f"row {b}: the {j + 1}-th best chosen score is {g[b, j].item():.6g}, the true top-k has "
+                f"{w[b, j].item():.6g} (atol {atol}, rtol {rtol}): a better entry was left out")
+    return None
+
+
+def _lens(dims):
+    return ragged_lengths(dims, 0).tolist()
+
+
+def bytes_moved(dims, dtype):
+    es = torch.empty((), dtype=dtype).element_size()
+    B, topk, H = dims["batch"], dims["topk"], dims.get("heads", IDX_HEADS)
+    keys = sum(L // RATIO for L in _lens(dims))
+    return B * H * IDX_DIM * es + B * H * 4 + keys * IDX_DIM * es + B * 4 + B * topk * 4
+
+
+def flops(dims):
+    keys = sum(L // RATIO for L in _lens(dims))
+    return 2 * dims.get("heads", IDX_HEADS) * IDX_DIM * keys + 3 * dims.get("heads", IDX_HEADS) * keys
