@@ -626,6 +626,35 @@ class Selection:
         return cls.from_json(p.read_text()) if p.is_file() else cls()
 
 
+def session_selection(task: Any, catalog: Catalog, add: Iterable[str] = (), remove: Iterable[str] = (),
+                      saved: Selection | None = None, arch: str | None = None,
+                      gpu_name: str | None = None) -> tuple[Selection, list[str]]:
+    """A session's packs: the saved selection when resuming, else the default for the task and
+    GPU; then the user's --pack additions and --no-pack removals. Returns it and notes saying why.
+    Unknown ids raise KeyError naming the known ones."""
+    if saved is not None:
+        sel, notes = Selection(list(saved.ids)), ["packs: the session's saved selection"]
+        missing = [i for i in sel.ids if i not in catalog.packs]
+        if missing:
+            raise KeyError(f"the session selected pack(s) {', '.join(missing)} that no source provides "
+                           f"now (known: {', '.join(sorted(catalog.packs)) or 'none'}); reinstall them "
+                           "or remove them with --no-pack")
+    else:
+        ids, notes = explain_default_selection(task, catalog, arch, gpu_name)
+        sel = Selection(ids)
+    for r in remove:
+        if r not in sel.ids:
+            catalog.get(r)  # a typo is an error; a known but unselected pack is a no-op
+            notes.append(f"--no-pack {r}: not selected anyway")
+        else:
+            sel.remove(r)
+            notes.append(f"removed {r} (--no-pack)")
+    for a in add:
+        sel.add(a, catalog)
+        notes.append(f"added {a} (--pack)")
+    return sel, notes
+
+
 # -- live reload -------------------------------------------------------------------------------
 
 def folder_fingerprint(folder: Path) -> str:

@@ -66,43 +66,43 @@ def _pack_header(p: Pack) -> str:
     return f"## {p.title}\n(pack {p.id} {p.version}, {p.kind}; sources: {src})"
 
 
-def _render_packs(packs: Sequence[Pack], budget_tokens: int) -> tuple[str, list[str], dict[str, list[str]]]:
+def _render_packs(packs: Sequence[Pack], keep_n: int | None = None
+                  ) -> tuple[str, list[str], dict[str, list[str]]]:
+    """Packs in prompt order with only the first `keep_n` files (all when None); the files after
+    that leave a marker line. Returns the text, a note per cut file, and cut file names per pack."""
     packs = _sorted(packs)
     entries: list[tuple[Pack, str, str]] = [(p, n, t) for p in packs for n, t in _pack_files(p)]
-    keep = [True] * len(entries)
-
-    def render() -> str:
-        out = []
-        for p in packs:
-            body = []
-            for i, (q, name, text) in enumerate(entries):
-                if q is p:
-                    body.append(f"### {p.id}/{name}\n{text}" if keep[i] else
-                                f"### {p.id}/{name}\n[cut to fit the token budget: "
-                                f"~{estimate_tokens(text)} tokens left out]")
-            if body or p.kind != "rules":
-                out.append("\n\n".join([_pack_header(p)] + body))
-        return "\n\n".join(out)
-
-    cut: list[str] = []
+    n = len(entries) if keep_n is None else max(0, min(keep_n, len(entries)))
+    out = []
+    for p in packs:
+        body = []
+        for i, (q, name, text) in enumerate(entries):
+            if q is p:
+                body.append(f"### {p.id}/{name}\n{text}" if i < n else
+                            f"### {p.id}/{name}\n[cut to fit the token budget: "
+                            f"~{estimate_tokens(text)} tokens left out]")
+        if body or p.kind != "rules":
+            out.append("\n\n".join([_pack_header(p)] + body))
+    cut = [f"pack file {p.id}/{name} (~{estimate_tokens(text)} tokens)"
+           for p, name, text in reversed(entries[n:])]
     cut_files: dict[str, list[str]] = {}
-    text = render()
-    i = len(entries) - 1
-    while estimate_tokens(text) > budget_tokens and i >= 0:
-        p, name, body = entries[i]
-        keep[i] = False
-        cut.append(f"pack file {p.id}/{name} (~{estimate_tokens(body)} tokens)")
-        cut_files.setdefault(p.id, []).insert(0, name)
-        text = render()
-        i -= 1
-    return text, cut, cut_files
+    for p, name, _ in entries[n:]:
+        cut_files.setdefault(p.id, []).append(name)
+    return "\n\n".join(out), cut, cut_files
+
+
+def _n_files(packs: Sequence[Pack]) -> int:
+    return sum(len(p.files) for p in packs)
 
 
 def render_packs(packs: list[Pack], budget_tokens: int) -> tuple[str, list[str]]:
     """The packs' markdown in prompt order (hardware, model, rules; then id) within a token budget.
     Files are cut whole from the end; each cut file leaves a marker line in the text. Returns the
     text and one note per cut file."""
-    text, cut, _ = _render_packs(packs, budget_tokens)
+    for keep in range(_n_files(packs), -1, -1):
+        text, cut, _ = _render_packs(packs, keep)
+        if estimate_tokens(text) <= budget_tokens:
+            break
     return text, cut
 
 
@@ -275,37 +275,39 @@ def build_prompt(task: Any, incumbent_source: str, packs: Sequence[Pack], histor
     tail.append("Propose one candidate now: the complete module, and one line on what you changed and why "
                 "it should be faster.")
     sep = "\n\n"
-    fixed_tokens = estimate_tokens(system) + estimate_tokens(sep.join(fixed + tail)) + 16
-    pack_text_full, _, _ = _render_packs(packs, 1 << 60)
-    pack_tokens = estimate_tokens(pack_text_full)
-    cut: list[str] = []
-    # 1) history, oldest first
-    drop = 0
-    hist = render_history(history)
-    while history and drop < len(history) and \
-            fixed_tokens + pack_tokens + estimate_tokens(hist) > budget_tokens:
-        drop += 1
+
+    def assemble(drop: int, keep: int) -> tuple[str, list[str], dict[str, list[str]]]:
+        pack_text, pack_cut, cut_files = _render_packs(packs, keep)
         hist = render_history(history, drop)
-    if drop:
-        cut.append(f"history: {drop} oldest of {len(history)} attempts")
-    # 2) pack files, from the end
-    pack_budget = max(0, budget_tokens - fixed_tokens - estimate_tokens(hist))
-    pack_text, pack_cut, cut_files = _render_packs(packs, pack_budget)
-    cut += pack_cut
-    sections = []
-    if packs:
-        sections.append("# Context packs (checked facts about the GPU, the model and the DSL)\n\n" + pack_text)
-    sections += fixed
-    if hist:
-        sections.append(hist)
-    sections += tail
-    user = sep.join(sections)
+        cut = ([f"history: {drop} oldest of {len(history)} attempts"] if drop else []) + pack_cut
+        sections = []
+        if packs:
+            sections.append("# Context packs (checked facts about the GPU, the model and the DSL)\n\n"
+                            + pack_text)
+        sections += fixed + ([hist] if hist else []) + tail
+        user = sep.join(sections)
+        if cut:
+            user += sep + "[Cut to fit the token budget: " + "; ".join(cut) + "]"
+        return user, cut, cut_files
+
+    def fits(user: str) -> bool:
+        return estimate_tokens(system) + estimate_tokens(user) <= budget_tokens
+
+    # Cut the history first, oldest attempts first; then pack files from the end.
+    n_files = _n_files(packs)
+    drop, keep = 0, n_files
+    user, cut, cut_files = assemble(drop, keep)
+    while not fits(user) and drop < len(history):
+        drop += 1
+        user, cut, cut_files = assemble(drop, keep)
+    while not fits(user) and keep > 0:
+        keep -= 1
+        user, cut, cut_files = assemble(drop, keep)
     over = estimate_tokens(system) + estimate_tokens(user) - budget_tokens
     if over > 0:
-        cut.append(f"still ~{over} tokens over the {budget_tokens}-token budget after cutting all "
-                   "history and pack files (the task and incumbent are never cut)")
-    if cut:
-        user += sep + "[Cut to fit the token budget: " + "; ".join(cut) + "]"
+        cut = cut + [f"still ~{over} tokens over the {budget_tokens}-token budget after cutting all "
+                     "history and pack files (the task and incumbent are never cut)"]
+        user += sep + f"[{cut[-1]}]"
     prov = []
     for p in packs:
         d = p.provenance()
