@@ -185,25 +185,26 @@ class ThinkSplitter:
         while buf:
             tag = self.CLOSE if self.inside else self.OPEN
             i = buf.find(tag)
-            if i >= 0 and (self.inside or not buf[:i].strip() or not self.seen_text):
+            # An opening tag counts only before any answer text: later it is part of the answer.
+            if i >= 0 and (self.inside or (not self.seen_text and not buf[:i].strip())):
                 if buf[:i]:
                     out.append(("reasoning" if self.inside else "message", buf[:i]))
                 buf = buf[i + len(tag):]
                 self.inside = not self.inside
                 continue
-            # Hold back a suffix that could be the start of a tag split across chunks.
             hold = 0
-            for k in range(min(len(tag) - 1, len(buf)), 0, -1):
-                if tag.startswith(buf[-k:]):
-                    hold = k
-                    break
+            if self.inside or not self.seen_text:
+                # Hold back a suffix that could be the start of a tag split across chunks.
+                for k in range(min(len(tag) - 1, len(buf)), 0, -1):
+                    if tag.startswith(buf[-k:]):
+                        hold = k
+                        break
             emit, self.pending = (buf[:-hold], buf[-hold:]) if hold else (buf, "")
             if emit:
                 out.append(("reasoning" if self.inside else "message", emit))
+                if not self.inside and emit.strip():
+                    self.seen_text = True
             break
-        for channel, text in out:
-            if channel == "message" and text.strip():
-                self.seen_text = True
         return out
 
     def flush(self) -> list[tuple[str, str]]:
