@@ -1,0 +1,376 @@
+"""End-to-end checks: does a kernel that wins alone make the workload around it faster?
+
+A task names `e2e = "e2e.py"` in its task.toml. That module defines
+    TASKS = ("rmsnorm", "softmax")           # tasks whose kernels plug in (optional: the task alone)
+    build(kernels: dict[str, fn], device) -> workload
+where `workload.run()` does one step of a small real workload (several ops around the kernel) on
+buffers it owns and returns its output; tasks absent from `kernels` use the workload's own default.
+Optional: `TOLERANCE = (atol, rtol)` for comparing outputs (default: the task's, doubled).
+
+Timing on a GPU: each workload is captured once in a CUDA graph and its replays timed with CUDA
+events; workloads are interleaved round by round so drift hits all alike. A candidate whose workload
+cannot be captured while the incumbent's can, or whose workload is slower beyond the noise band, is
+rejected (`e2e-graph`, `e2e-slower`). Without a GPU, timing is unavailable and nothing is rejected
+for speed; the outputs are still compared. Tests inject a timer (`Timer`) to exercise the logic.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from harness.tasks import Task, TaskError, load_module, load_task
+
+Timer = Callable[[Callable[[], Any], int], list[float]]  # (step, reps) -> per-rep microseconds
+MIN_NOISE_BAND = 0.02  # never call a <2% e2e difference a loss: CUDA-graph replays still jitter this much
+
+
+class E2EError(Exception):
+    """A workload that can't be built or run; str() names the file and what to do."""
+
+
+class GraphCaptureError(E2EError):
+    pass
+
+
+def _import_file(path: Path, name: str) -> ModuleType:
+    """Like harness.tasks.load_module, but registered in sys.modules while it runs: dataclasses
+    (and pickling) in a workload module look their module up there."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod
+
+
+def load_workload_module(task: Task) -> ModuleType:
+    if not task.e2e:
+        raise E2EError(f"{task.toml_path}: no `e2e = \"e2e.py\"` line: the task has no end-to-end workload")
+    path = task.root / task.e2e
+    if not path.is_file():
+        raise E2EError(f"{task.toml_path}: e2e: {path} does not exist")
+    try:
+        mod = _import_file(path, f"warpsmith_e2e_{task.name}")
+    except Exception as e:
+        raise E2EError(f"{path}: import failed: {type(e).__name__}: {e}") from None
+    if not callable(getattr(mod, "build", None)):
+        raise E2EError(f"{path}: must define build(kernels, device) -> workload with .run()")
+    return mod
+
+
+def workload_tasks(mod: ModuleType, task_name: str) -> tuple[str, ...]:
+    return tuple(getattr(mod, "TASKS", (task_name,)))
+
+
+def load_kernel(task: Task, path: Path, tag: str) -> Callable:
+    try:
+        mod = load_module(Path(path), f"warpsmith_e2e_kernel_{task.name}_{tag}")
+    except Exception as e:
+        raise E2EError(f"{path}: import failed: {type(e).__name__}: {e}") from None
+    fn = getattr(mod, task.entry, None)
+    if not callable(fn):
+        raise E2EError(f"{path}: defines no {task.entry}() (task {task.name}'s entry)")
+    return fn
+
+
+# -- timers -------------------------------------------------------------------------------------
+
+def wall_timer(step: Callable[[], Any], reps: int) -> list[float]:
+    """CPU wall clock per call (tests and CPU workloads; never reported as a GPU time)."""
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        out.append((time.perf_counter() - t0) * 1e6)
+    return out
+
+
+class CudaGraphTimer:
+    """Captures each step once in a CUDA graph, then times replays with CUDA events.
+
+    Capture happens after warm-up on a side stream (Triton compiles and autotunes outside capture);
+    a step that can't be captured raises GraphCaptureError: in a served model it would run eagerly.
+    """
+
+    def __init__(self, warmup: int = 3):
+        self.warmup = warmup
+        self.graphs: dict[int, Any] = {}
+
+    def _graph(self, step: Callable[[], Any]):
+        import torch
+
+        key = id(step)
+        if key not in self.graphs:
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(self.warmup):
+                    step()
+            torch.cuda.current_stream().wait_stream(s)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(g):
+                    step()
+            except Exception as e:
+                raise GraphCaptureError(f"CUDA-graph capture failed: {type(e).__name__}: {str(e)[:200]}") from None
+            self.graphs[key] = (g, step)  # keep step alive so id() stays unique
+        return self.graphs[key][0]
+
+    def __call__(self, step: Callable[[], Any], reps: int) -> list[float]:
+        import torch
+
+        g = self._graph(step)
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        g.replay()
+        for a, b in zip(starts, ends):
+            a.record()
+            g.replay()
+            b.record()
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) * 1e3 for a, b in zip(starts, ends)]
+
+
+def time_interleaved(steps: dict[str, Callable[[], Any]], timer: Timer, reps: int, rounds: int) -> dict[str, list[float]]:
+    """Samples per label, alternating labels each round (and reversing the order every other round)."""
+    samples: dict[str, list[float]] = {k: [] for k in steps}
+    order = list(steps)
+    for r in range(rounds):
+        for label in (order if r % 2 == 0 else order[::-1]):
+            samples[label] += timer(steps[label], reps)
+    return samples
+
+
+def noise_band(samples: list[float]) -> float:
+    """Relative half-spread (IQR / 2 / median) of one workload's samples, floored at MIN_NOISE_BAND."""
+    if len(samples) < 4:
+        return MIN_NOISE_BAND
+    q = statistics.quantiles(samples, n=4)
+    med = statistics.median(samples)
+    return max(MIN_NOISE_BAND, (q[2] - q[0]) / 2 / med if med > 0 else 1.0)
+
+
+# -- comparing outputs --------------------------------------------------------------------------
+
+def outputs_match(a: Any, b: Any, atol: float, rtol: float) -> str | None:
+    import torch
+
+    xs = a if isinstance(a, (tuple, list)) else (a,)
+    ys = b if isinstance(b, (tuple, list)) else (b,)
+    if len(xs) != len(ys):
+        return f"workload returned {len(xs)} outputs, expected {len(ys)}"
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        if x.shape != y.shape:
+            return f"output {i} shape {tuple(x.shape)} != {tuple(y.shape)}"
+        xf, yf = x.detach().float().cpu(), y.detach().float().cpu()
+        if not torch.isfinite(xf).all():
+            return f"output {i} has NaN/Inf"
+        bad = (xf - yf).abs() > atol + rtol * yf.abs()
+        if bad.any():
+            return (f"output {i}: {int(bad.sum())} of {bad.numel()} elements differ beyond atol {atol} rtol {rtol} "
+                    f"(max abs diff {float((xf - yf).abs().max()):.4g})")
+    return None
+
+
+def _tolerance(task: Task, mod: ModuleType) -> tuple[float, float]:
+    tol = getattr(mod, "TOLERANCE", None)
+    if tol is not None:
+        return float(tol[0]), float(tol[1])
+    t = task.tolerance[task.dtypes[0]]
+    return 2 * t.atol, 2 * t.rtol
+
+
+def _default_device() -> str:
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except Exception:
+        return "cpu"
+
+
+# -- the check on one candidate ------------------------------------------------------------------
+
+def e2e_check(task: Task, candidate: Path | Callable, incumbent: Path | Callable, *, device: str | None = None,
+              timer: Timer | None = None, reps: int = 20, rounds: int = 6,
+              kernel_speedup: float | None = None) -> dict:
+    """Time the task's workload with the incumbent and with the candidate plugged in.
+
+    Returns {available, timing_available, correct, candidate_us, incumbent_us, speedup, noise_band,
+    accepted, reason: {rule, message} | None, workload}. `kernel_speedup` (the kernel's own geomean)
+    only sharpens the message of a rejection."""
+    if not task.e2e:
+        return {"available": False, "timing_available": False, "accepted": True, "reason": None,
+                "message": "task declares no e2e workload"}
+    device = device or _default_device()
+    mod = load_workload_module(task)
+    cand_fn = candidate if callable(candidate) else load_kernel(task, Path(candidate), "candidate")
+    inc_fn = incumbent if callable(incumbent) else load_kernel(task, Path(incumbent), "incumbent")
+    try:
+        w_inc = mod.build({task.name: inc_fn}, device)
+        w_cand = mod.build({task.name: cand_fn}, device)
+    except Exception as e:
+        raise E2EError(f"{task.root / task.e2e}: build() failed: {type(e).__name__}: {e}") from None
+    res: dict[str, Any] = {"available": True, "workload": getattr(w_inc, "description", task.e2e), "device": device,
+                           "accepted": True, "reason": None, "candidate_us": None, "incumbent_us": None,
+                           "speedup": None, "noise_band": None}
+    atol, rtol = _tolerance(task, mod)
+    try:
+        out_c = w_cand.run()
+    except Exception as e:
+        res.update(correct=False, timing_available=False, accepted=False,
+                   reason={"rule": "e2e-crash", "message": f"workload with the candidate raised {type(e).__name__}: {e}"})
+        return res
+    err = outputs_match(out_c, w_inc.run(), atol, rtol)
+    res["correct"] = err is None
+    if err:
+        res.update(accepted=False, timing_available=False,
+                   reason={"rule": "e2e-incorrect", "message": f"workload output differs with the candidate: {err}"})
+        return res
+    if timer is None and not device.startswith("cuda"):
+        res["timing_available"] = False
+        return res
+    timer = timer or CudaGraphTimer()
+    res["timing_available"] = True
+    steps = {"incumbent": w_inc.run, "candidate": w_cand.run}
+    try:
+        timer(w_inc.run, 1)
+    except GraphCaptureError as e:
+        res.update(timing_available=False, message=f"incumbent's workload not capturable: {e}")
+        return res
+    try:
+        samples = time_interleaved(steps, timer, reps, rounds)
+    except GraphCaptureError as e:
+        res.update(accepted=False, reason={"rule": "e2e-graph", "message": f"the candidate breaks CUDA-graph capture "
+                                                                           f"of the workload: {e}"})
+        return res
+    inc_us, cand_us = statistics.median(samples["incumbent"]), statistics.median(samples["candidate"])
+    band = max(noise_band(samples["incumbent"]), noise_band(samples["candidate"]))
+    speedup = inc_us / cand_us
+    res.update(candidate_us=cand_us, incumbent_us=inc_us, speedup=speedup, noise_band=band)
+    if speedup < 1.0 - band:
+        alone = f"wins alone ({kernel_speedup:.3f}x) but " if kernel_speedup and kernel_speedup > 1 else ""
+        res.update(accepted=False, reason={"rule": "e2e-slower", "message": (
+            f"{alone}loses end to end: {res['workload']} takes {cand_us:.1f} us with it vs {inc_us:.1f} us "
+            f"({speedup:.3f}x, noise band {band:.1%})")})
+    return res
+
+
+def apply_e2e(verdict: dict, e2e: dict) -> dict:
+    """Fold an e2e result into an evaluator verdict: a rejection turns the recommendation to revert,
+    makes the candidate unkeepable and names the rule (so the report's breakdown shows it)."""
+    verdict = dict(verdict)
+    verdict["e2e"] = e2e
+    if e2e.get("accepted", True):
+        return verdict
+    reason = e2e["reason"]
+    verdict["accepted"] = False
+    verdict["stage"] = "e2e"
+    verdict["reasons"] = list(verdict.get("reasons", [])) + [reason]
+    verdict["recommendation"] = {"action": "revert", "reason": reason["message"], "can_keep": False}
+    return verdict
+
+
+# -- stacking several sessions' kernels ----------------------------------------------------------
+
+def stack(workload_task: Task, kernels: dict[str, Callable], *, device: str | None = None,
+          timer: Timer | None = None, reps: int = 20, rounds: int = 6) -> dict:
+    """Time the workload with every kernel plugged in, each alone, and none (defaults).
+
+    Returns {workload, device, timing_available, rows: [{label, tasks, us, speedup, correct, error}]},
+    speedups against the all-defaults workload."""
+    device = device or _default_device()
+    mod = load_workload_module(workload_task)
+    allowed = workload_tasks(mod, workload_task.name)
+    unknown = [t for t in kernels if t not in allowed]
+    if unknown:
+        raise E2EError(f"{workload_task.root / workload_task.e2e}: TASKS = {allowed} does not take {unknown}; "
+                       f"pick a workload that uses them (--workload TASK)")
+    configs: dict[str, dict[str, Callable]] = {"defaults": {}}
+    for t, fn in kernels.items():
+        configs[f"only {t}"] = {t: fn}
+    if len(kernels) > 1:
+        configs["all stacked"] = dict(kernels)
+    try:
+        built = {label: mod.build(ks, device) for label, ks in configs.items()}
+    except Exception as e:
+        raise E2EError(f"{workload_task.root / workload_task.e2e}: build() failed: {type(e).__name__}: {e}") from None
+    atol, rtol = _tolerance(workload_task, mod)
+    reference = built["defaults"].run()
+    rows = []
+    for label, w in built.items():
+        try:
+            err = outputs_match(w.run(), reference, atol, rtol)
+        except Exception as e:
+            err = f"{type(e).__name__}: {e}"
+        rows.append({"label": label, "tasks": sorted(configs[label]), "us": None, "speedup": None,
+                     "correct": err is None, "error": err})
+    out = {"workload": getattr(built["defaults"], "description", workload_task.e2e), "device": device,
+           "timing_available": False, "rows": rows}
+    if timer is None and not device.startswith("cuda"):
+        return out
+    timer = timer or CudaGraphTimer()
+    ok = {r["label"]: built[r["label"]].run for r in rows if r["correct"]}
+    try:
+        samples = time_interleaved(ok, timer, reps, rounds)
+    except GraphCaptureError as e:
+        out["error"] = str(e)
+        return out
+    base = statistics.median(samples["defaults"])
+    for r in rows:
+        if r["label"] in samples:
+            r["us"] = statistics.median(samples[r["label"]])
+            r["speedup"] = base / r["us"]
+            r["noise_band"] = noise_band(samples[r["label"]])
+    out["timing_available"] = True
+    return out
+
+
+def format_stack(result: dict) -> list[str]:
+    lines = [f"workload: {result['workload']} on {result['device']}",
+             f"  {'configuration':<28} {'us':>10} {'speedup':>8}  correct"]
+    for r in result["rows"]:
+        us = f"{r['us']:.1f}" if r["us"] is not None else "n/a"
+        sp = f"{r['speedup']:.3f}x" if r["speedup"] is not None else "n/a"
+        lines.append(f"  {r['label']:<28} {us:>10} {sp:>8}  {'yes' if r['correct'] else 'NO: ' + str(r['error'])}")
+    if not result["timing_available"]:
+        lines.append("  timing unavailable " + (f"({result['error']})" if result.get("error") else
+                                                "(no GPU: outputs compared only)"))
+    return lines
+
+
+def session_kernel(session, tmp_dir: Path) -> tuple[Task, Callable, str]:
+    """The kernel a session contributes: its exported dispatcher when the task has buckets, else best."""
+    from harness.dispatch import export_session
+
+    task = load_task(session.meta.task, check_null=False)
+    path = Path(tmp_dir) / f"{session.id}.py"
+    if task.buckets:
+        import contextlib
+        import io
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            if export_session(session, path, task) != 0:
+                raise E2EError(f"session {session.id}: export failed")
+        what = "dispatcher"
+    else:
+        path.write_text(session.workspace.source(session.workspace.best))
+        what = f"best {session.workspace.best[:10]}"
+    return task, load_kernel(task, path, session.id.replace("-", "_")), what
+
+
+__all__ = ["E2EError", "GraphCaptureError", "CudaGraphTimer", "wall_timer", "e2e_check", "apply_e2e", "stack",
+           "format_stack", "session_kernel", "load_workload_module", "load_kernel", "TaskError"]
