@@ -103,6 +103,7 @@ class Loop:
         self.resume_gate = threading.Event()
         self.resume_gate.set()
         self._pending: dict | None = None  # a candidate proposed before a kill, not yet decided
+        self.closers: list[Callable[[], None]] = []  # e.g. stop the pack watcher when the run ends
         self._restore()
 
     # -- events -------------------------------------------------------------------------------
@@ -167,6 +168,13 @@ class Loop:
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> str:
+        try:
+            return self._run()
+        finally:
+            for close in self.closers:
+                close()
+
+    def _run(self) -> str:
         reason = "iterations done"
         if self._pending:
             p = self._pending

@@ -91,11 +91,67 @@ def make_evaluate(cfg: RunConfig) -> Callable[[Task, Path, Path], dict]:
     return run
 
 
+def last_feedback(history) -> str | None:
+    """What the agent must hear about its last try: the person's veto reason and the verdict."""
+    if not history:
+        return None
+    a = history[-1]
+    parts = [f"Attempt {a.iteration} ({a.description}) ended {a.outcome}."]
+    if a.veto_reason:
+        parts.append(f"The person reverted it, saying: {a.veto_reason}")
+    if a.summary:
+        parts.append(a.summary)
+    return "\n".join(parts)
+
+
+def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool):
+    """The session's packs: saved selection on resume, else defaults for task and GPU, then flags."""
+    from harness.packs import PackError, Selection, discover, session_selection
+
+    catalog = discover()
+    saved = Selection.load(session.root) if resumed and (session.root / Selection.FILE).exists() else None
+    try:
+        sel, notes = session_selection(task, catalog, cfg.packs_add, cfg.packs_remove, saved)
+    except KeyError as e:
+        raise ValueError(str(e).strip("'\"")) from None
+    except PackError as e:
+        raise ValueError(str(e)) from None
+    sel.save(session.root)
+    session.meta.packs = list(sel.ids)
+    session.save_meta()
+    return catalog, sel, notes, [str(e) for e in catalog.errors]
+
+
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
+    from harness.packs import PackWatcher, Selection
+    from harness.prompt import build_prompt
+
     agent = make_agent(cfg.agent, session, cfg)
+    catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
     loop = Loop(session, task, agent, decider, make_evaluate(cfg), emit=emit, max_iterations=cfg.iterations,
                 budget=getattr(agent, "budget", None))
+    watcher = PackWatcher(sel.resolve(catalog),
+                          callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
+
+    def prompt_builder(ctx):
+        # The TUI's pack picker edits session.meta.packs; a change applies from the next prompt.
+        wanted = list(session.meta.packs)
+        if sorted(wanted) != sorted(p.id for p in watcher.packs()):
+            watcher.set_packs(Selection(wanted).resolve(catalog))
+            Selection(wanted).save(session.root)
+        p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
+                         last_feedback(ctx.history))
+        return p.system, p.user, p.packs
+
+    loop.prompt_builder = prompt_builder
+    watcher.start()
+    loop.closers.append(watcher.stop)
     loop.emit(ev.SessionStarted(session.id, task.name, f"{agent.name}{':' + agent.model if agent.model else ''}",
-                                [], device_label(), resumed, "auto" if cfg.auto else "manual"))
+                                [p.provenance() for p in sel.resolve(catalog)], device_label(), resumed,
+                                "auto" if cfg.auto else "manual"))
+    for note in notes:
+        loop.emit(ev.AgentNotice(0, "info", note), journal=False)
+    for err in pack_errors:
+        loop.emit(ev.AgentNotice(0, "warning", f"pack not loaded: {err}"))
     return loop
