@@ -1,0 +1,223 @@
+"""One DeepSeek V4 decode step's attention work for a CSA layer and an HCA layer, built from the
+dsv4_* tasks' current kernels (each task folder's kernel.py: the baseline, or what the loop kept),
+so that a kernel win can be checked against the step it lives in.
+
+Per step, for every sequence b at position pos[b] (ragged), as DS `Attention.forward` /
+`Compressor.forward` / `Indexer.forward` do in decode (inference/model.py; copies:
+Nicooo-Wang/DeepSeek-V4-Pro-code@0ec3a03, Mockingjay1316/deepseek-v4-flash-spark@1795ef7):
+  CSA layer: window ring-buffer write (slot pos%128) -> KV compressor and indexer compressor state
+    writes, and when (pos+1)%4 == 0 the compressor step (dsv4_compress) into comp_cache / idx_cache
+    at entry pos//4 -> indexer top-k (dsv4_indexer_topk) -> sparse decode (dsv4_csa_decode).
+  HCA layer: window write -> ratio-128 compressor state write, compressor step when (pos+1)%128 == 0
+    -> dense decode over all visible entries (dsv4_hca_decode).
+  pos += 1.
+The projections (wq_a/wq_b/wkv/wgate/weights_proj/wo) are GEMMs outside these tasks: their
+outputs are fixed random per-step inputs here. Everything runs on device tensors with no host
+sync, so the whole step is captured in one CUDA graph and replayed.
+
+Run (GPU):  PYTHONPATH=. python kernels/dsv4_decode_step/e2e.py --model flash --ctx 65536 --batch 16
+It checks the kernels' step against the references' step, then times CUDA-graph replays of both.
+Only torch and triton are imported (the device has no harness dependencies).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+KERNELS = Path(__file__).resolve().parent.parent
+WINDOW, D, ROPE, IDX_HEADS, IDX_DIM = 128, 512, 64, 64, 128
+MODELS = {"flash": dict(heads=64, topk=512), "pro": dict(heads=128, topk=1024),
+          "tiny": dict(heads=16, topk=32)}  # tiny: for the CPU tests in the Triton interpreter
+
+
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@dataclass
+class Impl:
+    """The four operations, from the tasks' kernel.py ("kernel") or reference.py ("reference")."""
+    indexer_topk: object
+    csa_decode: object
+    hca_decode: object
+    compress: object
+
+
+def load_impl(which: str) -> Impl:
+    fns = {}
+    for task, entry in (("dsv4_indexer_topk", "indexer_topk"), ("dsv4_csa_decode", "csa_decode"),
+                        ("dsv4_hca_decode", "hca_decode"), ("dsv4_compress", "compress")):
+        fname = "kernel.py" if which == "kernel" else "reference.py"
+        mod = _load(KERNELS / task / fname, f"e2e_{which}_{task}")
+        fns[entry] = getattr(mod, task if which == "kernel" else "reference")
+    return Impl(**fns)
+
+
+def compressor_update(kv_state, score_state, kv_row, score_row, pos, ratio: int, overlap: bool):
+    """DS `Compressor.forward` decode state write, in place: row ratio + pos%ratio (overlap) or
+    pos%ratio gets (kv, score + ape) — the caller passes score_row with ape already added."""
+    rows = torch.arange(kv_state.shape[0], device=kv_state.device)
+    slot = (pos % ratio) + (ratio if overlap else 0)
+    kv_state[rows, slot] = kv_row
+    score_state[rows, slot] = score_row
+
+
+def compressor_shift(kv_state, score_state, due, ratio: int):
+    """After an overlap compression DS moves the own window to the previous-window half."""
+    m = due[:, None, None]
+    kv_state[:, :ratio] = torch.where(m, kv_state[:, ratio:], kv_state[:, :ratio])
+    score_state[:, :ratio] = torch.where(m, score_state[:, ratio:], score_state[:, :ratio])
+
+
+def write_entry(cache, entry, pos, ratio: int, due):
+    """cache[b, pos//ratio] = entry[b] where this step closes b's window; untouched elsewhere."""
+    rows = torch.arange(cache.shape[0], device=cache.device)
+    j = torch.div(pos, ratio, rounding_mode="floor").clamp(max=cache.shape[1] - 1)
+    cache[rows, j] = torch.where(due[:, None], entry.to(cache.dtype), cache[rows, j])
+
+
+class DecodeStep:
+    """The state of one CSA and one HCA layer for a batch, and the step that advances it."""
+
+    def __init__(self, model: str, ctx: int, batch: int, device, impl: Impl, seed: int = 0,
+                 min_ctx: int | None = None):
+        cfg = MODELS[model]
+        self.H, self.topk, self.impl, self.ctx = cfg["heads"], cfg["topk"], impl, ctx
+        dev = torch.device(device)
+        g = torch.Generator(device=dev).manual_seed(seed)
+        B = batch
+
+        def rn(*shape, scale=1.0):
+            return torch.randn(*shape, generator=g, device=dev) * scale
+
+        lo = min_ctx if min_ctx is not None else ctx // 2
+        # Room for the steps a session runs: positions start below ctx - 64.
+        lens = torch.linspace(lo, ctx - 64, B, device=dev).long()
+        self.pos = (lens - 1).clone()
+        self.start_pos = self.pos.clone()
+        ref = _load(KERNELS / "dsv4_csa_decode" / "reference.py", "e2e_rope")
+        all_pos = torch.arange(ctx, device=dev)
+        self.cos_tab, self.sin_tab = ref.rope_cos_sin(all_pos)  # [ctx, 32]; gathered per step
+        bf = torch.bfloat16
+        n4, n128 = ctx // 4, ctx // 128
+        # Caches (content random; what matters is that both impls see the same state).
+        self.csa_window = rn(B, WINDOW, D).to(bf)
+        self.csa_comp = rn(B, n4, D).to(bf)
+        self.idx_cache = rn(B, n4, IDX_DIM).to(bf)
+        self.hca_window = rn(B, WINDOW, D).to(bf)
+        self.hca_comp = rn(B, n128, D).to(bf)
+        self.csa_kv_state, self.csa_score_state = rn(B, 8, 2 * D), rn(B, 8, 2 * D, scale=2.0)
+        self.idx_kv_state, self.idx_score_state = rn(B, 8, 2 * IDX_DIM), rn(B, 8, 2 * IDX_DIM, scale=2.0)
+        self.hca_kv_state, self.hca_score_state = rn(B, 128, D), rn(B, 128, D, scale=2.0)
+        self.csa_norm_w, self.idx_norm_w, self.hca_norm_w = (0.5 + torch.rand(n, generator=g, device=dev)
+                                                             for n in (D, IDX_DIM, D))
+        self.csa_sinks, self.hca_sinks = (torch.rand(self.H, generator=g, device=dev) * 10 - 2 for _ in range(2))
+        # Per-step projection outputs (fixed buffers: a CUDA graph replays on them).
+        qn = rn(B, self.H, D)
+        self.q = (qn * torch.rsqrt(qn.pow(2).mean(-1, keepdim=True) + 1e-6)).to(bf)
+        self.kv_new = rn(B, D).to(bf)
+        self.csa_kv_row, self.csa_score_row = rn(B, 2 * D), rn(B, 2 * D, scale=2.0)
+        self.idx_q, self.idx_w = rn(B, IDX_HEADS, IDX_DIM).to(bf), rn(B, IDX_HEADS, scale=IDX_DIM ** -0.5 * IDX_HEADS ** -0.5)
+        self.idx_kv_row, self.idx_score_row = rn(B, 2 * IDX_DIM), rn(B, 2 * IDX_DIM, scale=2.0)
+        self.hca_kv_row, self.hca_score_row = rn(B, D), rn(B, D, scale=2.0)
+        self.csa_out = self.hca_out = None
+
+    def step(self):
+        im, pos, B = self.impl, self.pos, self.pos.shape[0]
+        rows = torch.arange(B, device=pos.device)
+        cos_q, sin_q = self.cos_tab[pos], self.sin_tab[pos]
+        window_len = torch.clamp(pos + 1, max=WINDOW).to(torch.int32)
+        # ---- CSA layer ----
+        self.csa_window[rows, pos % WINDOW] = self.kv_new
+        due4 = (pos + 1) % 4 == 0
+        e4 = (pos + 1 - 4).clamp(min=0)
+        cos4, sin4 = self.cos_tab[e4], self.sin_tab[e4]
+        for kv_s, sc_s, kv_r, sc_r, w, cache in (
+                (self.csa_kv_state, self.csa_score_state, self.csa_kv_row, self.csa_score_row, self.csa_norm_w, self.csa_comp),
+                (self.idx_kv_state, self.idx_score_state, self.idx_kv_row, self.idx_score_row, self.idx_norm_w, self.idx_cache)):
+            compressor_update(kv_s, sc_s, kv_r, sc_r, pos, 4, True)
+            entry = im.compress(kv_s, sc_s, w, cos4, sin4, True)
+            write_entry(cache, entry, pos, 4, due4)
+            compressor_shift(kv_s, sc_s, due4, 4)
+        n_vis4 = torch.div(pos + 1, 4, rounding_mode="floor").to(torch.int32)
+        indices = im.indexer_topk(self.idx_q, self.idx_w, self.idx_cache, n_vis4, self.topk)
+        self.indices = indices
+        self.csa_out = im.csa_decode(self.q, self.csa_window, window_len, self.csa_comp, indices,
+                                     self.csa_sinks, cos_q, sin_q)
+        # ---- HCA layer ----
+        self.hca_window[rows, pos % WINDOW] = self.kv_new
+        due128 = (pos + 1) % 128 == 0
+        e128 = (pos + 1 - 128).clamp(min=0)
+        compressor_update(self.hca_kv_state, self.hca_score_state, self.hca_kv_row, self.hca_score_row, pos, 128, False)
+        entry = im.compress(self.hca_kv_state, self.hca_score_state, self.hca_norm_w,
+                            self.cos_tab[e128], self.sin_tab[e128], False)
+        write_entry(self.hca_comp, entry, pos, 128, due128)
+        n_vis128 = torch.div(pos + 1, 128, rounding_mode="floor").to(torch.int32)
+        self.hca_out = im.hca_decode(self.q, self.hca_window, window_len, self.hca_comp, n_vis128,
+                                     self.hca_sinks, cos_q, sin_q)
+        self.pos += 1
+        # Graph replays in a timing loop would run past the caches: wrap back to the start.
+        self.pos.copy_(torch.where(self.pos >= self.ctx, self.start_pos, self.pos))
+        return self.csa_out, self.hca_out
+
+
+def clone_state(src: DecodeStep, impl: Impl) -> DecodeStep:
+    """A second DecodeStep over copies of src's tensors, run by another Impl."""
+    dst = object.__new__(DecodeStep)
+    for k, v in vars(src).items():
+        setattr(dst, k, v.clone() if isinstance(v, torch.Tensor) else v)
+    dst.impl = impl
+    return dst
+
+
+def capture(stepper: DecodeStep, warmup: int = 2) -> "torch.cuda.CUDAGraph":
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):  # compiles the kernels; also advances pos like real steps
+            stepper.step()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        stepper.step()
+    return graph
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=sorted(MODELS), default="flash")
+    ap.add_argument("--ctx", type=int, default=65536)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=8, help="eager steps compared kernel vs reference")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("e2e.py: needs a CUDA GPU (the CPU tests in tests/dsv4 run the step in the interpreter)", file=sys.stderr)
+        return 2
+    kern = DecodeStep(args.model, args.ctx, args.batch, "cuda", load_impl("kernel"))
+    refr = clone_state(kern, load_impl("reference"))
+    worst = 0.0
+    for _ in range(args.steps):
+        (ck, hk), (cr, hr) = kern.step(), refr.step()
+        worst = max(worst, (ck.float() - cr.float()).abs().max().item(), (hk.float() - hr.float()).abs().max().item())
+    print(f"e2e {args.model} ctx {args.ctx} batch {args.batch}: {args.steps} steps, max |kernel - reference| = {worst:.3g}")
+    import triton.testing
+    times = {}
+    for name, st in (("reference", refr), ("kernel", kern)):
+        graph = capture(st)
+        times[name] = triton.testing.do_bench(graph.replay, warmup=10, rep=50, return_mode="median")
+    print(f"CUDA-graph step (CSA+HCA layer attention): reference {times['reference'] * 1e3:.1f} us, "
+          f"kernels {times['kernel'] * 1e3:.1f} us, speedup {times['reference'] / times['kernel']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
