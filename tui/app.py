@@ -1,0 +1,370 @@
+"""WarpsmithApp: a view and a keyboard over the loop.
+
+The loop runs in its own daemon thread and only posts typed messages to the app (harlequin's
+pattern); the UI thread never waits on the agent, the compiler or the GPU. A plain daemon thread
+rather than a textual thread worker: workers run in the event loop's default executor, which is
+joined at exit, so quitting during a minutes-long evaluation would hang.
+
+The one place the loop waits on the UI is TuiDecider.decide(); every decision is journalled by
+the loop before its Decision event reaches the screen, and the prompt stays up until then.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from textual.app import App
+from textual.message import Message
+
+from harness import events as ev
+from harness.loop import Decider, DecisionReply, DecisionRequest, Loop
+from harness.session import Session, SessionError
+from harness.tasks import Task
+from harness.wiring import RunConfig
+from tui.decider import DEFAULT_KEY_GUARD_S, DecisionAborted, TuiDecider
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.decide import RevertReasonScreen
+from tui.screens.help import HelpScreen
+from tui.screens.ideas import IdeasScreen
+from tui.screens.model import ModelScreen
+from tui.screens.packs import PackPickerScreen
+from tui.screens.run import RunScreen
+from tui.screens.sessions import SessionsScreen
+from tui.screens.task import TaskScreen
+from tui.state import RunState
+
+LoopFactory = Callable[[Decider, Callable[[ev.Event], None]], Loop]
+
+
+class LoopEvent(Message):
+    def __init__(self, event: ev.Event, old_source: str | None = None) -> None:
+        super().__init__()
+        self.event, self.old_source = event, old_source
+
+
+class HistoryReplayed(Message):
+    """A resumed session's journal, as events, before the loop starts again."""
+
+    def __init__(self, events: list[ev.Event], old_source: str | None) -> None:
+        super().__init__()
+        self.events, self.old_source = events, old_source
+
+
+class DecisionRequested(Message):
+    def __init__(self, request: DecisionRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+class LoopFinished(Message):
+    def __init__(self, reason: str, error: str = "") -> None:
+        super().__init__()
+        self.reason, self.error = reason, error
+
+
+def journal_events(session: Session) -> tuple[list[ev.Event], str | None]:
+    """The journal's records that are events (others, like PromptPacks, are skipped) and the
+    incumbent source of the last candidate, for its diff."""
+    out: list[ev.Event] = []
+    for r in session.journal.read():
+        if r.get("kind") in ev.EVENT_TYPES:
+            try:
+                out.append(ev.from_dict(r))
+            except TypeError:  # a record from another version of the harness: skip, don't crash
+                continue
+    last = next((e for e in reversed(out) if isinstance(e, ev.CandidateProposed)), None)
+    old = None
+    if last is not None and last.incumbent:
+        try:
+            old = session.workspace.source(last.incumbent)
+        except Exception:
+            old = None
+    return out, old
+
+
+class WarpsmithApp(App[int]):
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "warpsmith"
+
+    def __init__(self, task: Task, session: Session, cfg: RunConfig, *,
+                 loop_factory: LoopFactory | None = None, resumed: bool = False,
+                 key_guard_s: float = DEFAULT_KEY_GUARD_S, clock: Callable[[], float] = time.monotonic,
+                 bell: bool = True, start_loop: bool = True, replay: bool | None = None) -> None:
+        super().__init__()
+        self.task_, self.session, self.cfg = task, session, cfg
+        self.resumed = resumed
+        self.replay = resumed if replay is None else replay
+        self.clock = clock
+        self.bell_enabled = bell
+        self.start_loop = start_loop
+        self.loop_factory = loop_factory or self._default_factory
+        self.loop: Loop | None = None
+        self.loop_thread: threading.Thread | None = None
+        self.decider = TuiDecider(lambda req: self.post_message(DecisionRequested(req)), auto=cfg.auto,
+                                  key_guard_s=key_guard_s, clock=clock)
+        self.state = RunState(session_id=session.id, task=task.name, agent=cfg.agent,
+                              packs=list(session.meta.packs), mode="auto" if cfg.auto else "manual",
+                              ideas=list(session.meta.ideas))
+        self.diff_mode = "unified"
+        self.decision_sent = ""  # the action sent to the loop, until its Decision event arrives
+        self.run_screen = RunScreen()
+        self.quitting = False
+
+    def _default_factory(self, decider: Decider, emit: Callable[[ev.Event], None]) -> Loop:
+        from harness.wiring import build_loop
+
+        return build_loop(self.session, self.task_, self.cfg, decider, emit, resumed=self.resumed)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.push_screen(self.run_screen)
+        if self.start_loop:
+            self.loop_thread = threading.Thread(target=self._run_loop, name="warpsmith-loop", daemon=True)
+            self.loop_thread.start()
+
+    def _emit(self, e: ev.Event) -> None:
+        """Called on the loop's thread: git work for the diff happens here, not on the UI thread."""
+        old = None
+        if isinstance(e, ev.CandidateProposed) and e.incumbent:
+            try:
+                old = self.session.workspace.source(e.incumbent)
+            except Exception:
+                old = ""
+        self.post_message(LoopEvent(e, old))
+
+    def _run_loop(self) -> None:
+        try:
+            if self.replay:
+                events, old = journal_events(self.session)
+                self.post_message(HistoryReplayed(events, old))
+            self.loop = self.loop_factory(self.decider, self._emit)
+            reason = self.loop.run()
+            self.post_message(LoopFinished(reason))
+        except DecisionAborted:
+            self.post_message(LoopFinished("quit with a decision open: resume asks it again"))
+        except Exception as e:  # shown on screen; the journal has everything up to here
+            self.post_message(LoopFinished(f"loop failed: {e}", traceback.format_exc()))
+
+    # -- messages from the loop thread ------------------------------------------------------
+    async def on_loop_event(self, message: LoopEvent) -> None:
+        e = message.event
+        areas = self.state.apply(e, message.old_source)
+        if isinstance(e, ev.Decision):
+            self.decision_sent = ""
+            areas |= {"decision"}
+        await self.run_screen.redraw(areas)
+
+    async def on_history_replayed(self, message: HistoryReplayed) -> None:
+        for e in message.events:
+            last = e is message.events[-1]
+            self.state.apply(e, message.old_source if isinstance(e, ev.CandidateProposed) else None)
+        self.state.mode = "auto" if self.decider.auto else "manual"
+        await self.run_screen.redraw({"reasoning", "diff", "bench", "status"})
+
+    async def on_decision_requested(self, message: DecisionRequested) -> None:
+        self.decision_sent = ""
+        await self.run_screen.redraw({"decision", "status"})
+        if self.screen is self.run_screen:
+            self.call_after_refresh(self.decider.mark_shown)
+        if self.bell_enabled:
+            self.bell()
+
+    async def on_loop_finished(self, message: LoopFinished) -> None:
+        if message.error:
+            self.state.note(self.state.iteration, f"**{message.reason}**\n\n```\n{message.error}\n```", "error")
+            self.notify(message.reason, severity="error", timeout=10)
+        self.state.phase = "ended"
+        self.state.ended = self.state.ended or message.reason
+        await self.run_screen.redraw({"reasoning", "status", "decision"})
+
+    # -- decisions ----------------------------------------------------------------------------
+    def _send(self, reply: DecisionReply) -> None:
+        if self.decider.reply(reply):
+            self.decision_sent = reply.action
+            self.call_later(self.run_screen.redraw, {"decision"})
+
+    def keep(self) -> None:
+        verdict = self.decider.check_keep()
+        if not verdict.accepted:
+            self.notify(verdict.message, severity="warning")
+            return
+        if not verdict.needs_confirmation:
+            self._send(DecisionReply("keep", "human"))
+            return
+        req = self.decider.pending
+        assert req is not None
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._send(DecisionReply("keep", "human", confirmed_override=True))
+
+        self.push_screen(ConfirmScreen(
+            f"Keep #{req.iteration} against the recommendation?",
+            f"The harness recommends revert: {req.reason}\n\nKeeping it makes it the new best and is "
+            "journalled as an override.", "keep it (override)", self.decider.key_guard_s, self.clock),
+            answered)
+
+    def revert(self) -> None:
+        verdict = self.decider.check_revert()
+        if not verdict.accepted:
+            self.notify(verdict.message, severity="warning")
+            return
+        self._send(DecisionReply("revert", "human"))
+
+    def revert_with_reason(self) -> None:
+        verdict = self.decider.check_revert()
+        if not verdict.accepted:
+            self.notify(verdict.message, severity="warning")
+            return
+        req = self.decider.pending
+        assert req is not None
+
+        def answered(reason: str | None) -> None:
+            if reason:
+                self._send(DecisionReply("revert", "human", reason))
+
+        self.push_screen(RevertReasonScreen(req.iteration), answered)
+
+    # -- other keys ---------------------------------------------------------------------------
+    def toggle_auto(self) -> None:
+        self.decider.auto = not self.decider.auto
+        self.state.mode = "auto" if self.decider.auto else "manual"
+        self.session.record({"kind": "DecisionMode", "mode": self.state.mode})
+        msg = f"decisions: {self.state.mode}"
+        if self.decider.auto and self.decider.pending is not None and not self.decision_sent:
+            msg += " from the next candidate; decide this one with k or r"
+        self.notify(msg)
+        self.call_later(self.run_screen.redraw, {"status"})
+
+    def toggle_pause(self) -> None:
+        if self.loop is None:
+            self.notify("the loop has not started yet", severity="warning")
+            return
+        self.state.paused = not self.state.paused
+        if self.state.paused:
+            self.loop.pause()
+            self.notify("paused: the loop stops before its next proposal")
+        else:
+            self.loop.resume()
+            self.notify("resumed")
+        self.call_later(self.run_screen.redraw, {"status"})
+
+    def edit_ideas(self) -> None:
+        def answered(ideas: list[str] | None) -> None:
+            if ideas is None:
+                return
+            self.run_worker(lambda: self._set_ideas(ideas), thread=True, group="ideas")
+
+        self.push_screen(IdeasScreen(self.state.ideas), answered)
+
+    def _set_ideas(self, ideas: list[str]) -> None:
+        # Journalled (fsync) off the UI thread; IdeasChanged comes back as an event.
+        if self.loop is not None:
+            self.loop.set_ideas(ideas)
+        else:
+            self.session.meta.ideas = list(ideas)
+            self.session.save_meta()
+            self.session.record(ev.IdeasChanged(list(ideas)).to_dict())
+            self.post_message(LoopEvent(ev.IdeasChanged(list(ideas))))
+
+    def switch_model(self) -> None:
+        def answered(spec: str | None) -> None:
+            if spec:
+                self.run_worker(lambda: self._set_agent(spec), thread=True, group="model")
+
+        self.push_screen(ModelScreen(self.state.agent, self.state.model_stats), answered)
+
+    def _set_agent(self, spec: str) -> None:
+        from harness.wiring import make_agent
+
+        try:
+            agent = make_agent(spec, self.session, self.cfg)
+        except Exception as e:  # unknown agent, missing key, bad folder: say which and keep the old one
+            self.call_from_thread(self.notify, f"cannot switch to {spec}: {e}", severity="error", timeout=8)
+            return
+        # Resume continues with the model the person switched to.
+        self.cfg.agent = spec
+        self.session.meta.agent = spec
+        self.session.meta.options = {**self.session.meta.options, "agent": spec}
+        self.session.save_meta()
+        if self.loop is not None:
+            self.loop.set_agent(agent)
+        self.call_from_thread(self.notify, f"agent: {spec} from the next proposal")
+
+    def pick_packs(self) -> None:
+        def answered(ids: list[str] | None) -> None:
+            if ids is None:
+                return
+            self.session.meta.packs = list(ids)
+            self.session.save_meta()
+            self.session.record({"kind": "PacksSelected", "packs": list(ids)})
+            self.state.packs = list(ids)
+            self.notify("packs: " + (", ".join(ids) or "none") + " (from the next prompt)")
+            self.call_later(self.run_screen.redraw, {"status"})
+
+        self.push_screen(PackPickerScreen(self.state.packs), answered)
+
+    def show_task(self) -> None:
+        self.push_screen(TaskScreen(self.task_))
+
+    def show_sessions(self) -> None:
+        self.push_screen(SessionsScreen(self.session.id, self.session.root.parent.parent.parent))
+
+    def show_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def copy_candidate(self) -> None:
+        c = self.state.candidate
+        if c is None:
+            self.notify("no candidate yet", severity="warning")
+            return
+        self.copy_to_clipboard(c.new)  # OSC 52: reaches the local clipboard over SSH
+        self.notify(f"copied candidate #{c.iteration} ({len(c.new.splitlines())} lines)")
+
+    def request_quit(self) -> None:
+        if self.state.phase == "evaluating":
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.shutdown()
+
+            self.push_screen(ConfirmScreen(
+                "Quit during an evaluation?",
+                "The evaluation in progress is dropped; the candidate is committed and journalled, and "
+                "`warpsmith sessions resume " + self.session.id + "` evaluates it again.", "quit"), answered)
+            return
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        self.quitting = True
+        if self.loop is not None:
+            self.loop.stop()
+        self.decider.abort()
+        self.exit(0)
+
+
+def run_app(task: Task, cfg: RunConfig, session_id: str | None = None) -> int:
+    """`warpsmith run TASK` (new session) or `warpsmith sessions resume ID` (session_id)."""
+    from harness.wiring import start_session
+
+    if session_id is None:
+        session, resumed = start_session(task, cfg), False
+    else:
+        try:
+            session, resumed = Session.open(session_id), True
+        except SessionError as e:
+            print(f"warpsmith: {e}", file=sys.stderr)
+            return 2
+    bell = os.environ.get("WARPSMITH_BELL", "1").lower() not in ("0", "off", "no", "false")
+    app = WarpsmithApp(task, session, cfg, resumed=resumed, bell=bell)
+    code = app.run(mouse=not cfg.no_mouse)
+    if app.loop_thread is not None:
+        # Let a loop that is between steps finish its journal line; an evaluation is not waited for.
+        app.loop_thread.join(timeout=2.0)
+    print(f"session {session.id}: {session.root}")
+    print(f"resume: warpsmith sessions resume {session.id}")
+    return int(code or 0)

@@ -1,0 +1,56 @@
+"""Every key, in one place."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+KEYS = [
+    ("k", "keep the candidate (asks to confirm when the harness recommends revert: journalled as an override; "
+          "a candidate that failed correctness, a guard or a rule can never be kept)"),
+    ("r", "revert (veto)"),
+    ("R", "revert with a typed reason that goes back to the agent"),
+    ("i", "ideas: standing directions for the agent, in every following prompt until removed"),
+    ("m", "switch agent or model (from the next proposal; journalled)"),
+    ("a", "toggle auto mode (follow the harness's recommendation, from the next decision)"),
+    ("space", "pause / resume the loop (takes effect before the next proposal)"),
+    ("p", "pack picker (applies from the next prompt)"),
+    ("v", "diff: unified / split"),
+    ("f", "diff: whole candidate / diff"),
+    ("c", "copy the candidate to the clipboard (OSC 52; tmux needs `set -g set-clipboard on`)"),
+    ("b", "terminal bell on decisions: on / off"),
+    ("t", "task details"),
+    ("s", "sessions"),
+    ("?", "this help"),
+    ("q", "quit (asks if an evaluation is running; the session is saved either way)"),
+]
+
+NOTES = """
+Decisions are never made by **Enter** or **Space**, and a key pressed within ~300 ms of a
+decision prompt appearing is ignored. Every decision is written to the session journal before
+the screen moves on; `warpsmith sessions resume ID` reopens a session with its history.
+
+`--no-mouse` leaves the mouse to the terminal (native selection over SSH); otherwise hold
+Shift (Option on macOS) while dragging to select.
+"""
+
+
+def help_markdown() -> str:
+    rows = "\n".join(f"| `{k}` | {what} |" for k, what in KEYS)
+    return f"# Keys\n\n| key | does |\n|---|---|\n{rows}\n{NOTES}"
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    BINDINGS = [Binding("escape,q,question_mark", "close", "close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Markdown(help_markdown())
+
+    def action_close(self) -> None:
+        self.dismiss(None)

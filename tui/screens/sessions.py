@@ -1,0 +1,81 @@
+"""Sessions under ./.warpsmith: what each decided and kept; resume one from the shell."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from harness.journal import results_rows
+from harness.session import Session, SessionError, list_sessions
+
+
+@dataclass
+class SessionRow:
+    id: str
+    task: str
+    agent: str
+    decided: int
+    kept: int
+
+
+def session_rows(base: Path | None = None) -> list[SessionRow]:
+    rows = []
+    for root in list_sessions(base):
+        try:
+            s = Session.open(root.name, base)
+        except SessionError:
+            continue
+        decided = results_rows(s.journal.read())
+        rows.append(SessionRow(s.id, s.meta.task, s.meta.agent, len(decided),
+                               sum(r["decision"].startswith("keep") for r in decided)))
+    return rows
+
+
+class SessionsScreen(ModalScreen[None]):
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    BINDINGS = [Binding("escape,q,s", "close", "close"), Binding("c", "copy", "copy resume command")]
+
+    def __init__(self, current: str, base: Path | None = None) -> None:
+        super().__init__()
+        self.current, self.base = current, base
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="sessions-box"):
+            yield Static("Sessions in ./.warpsmith/sessions (this one marked *)", id="sessions-title")
+            table: DataTable = DataTable(id="sessions", cursor_type="row")
+            table.add_columns("", "id", "task", "agent", "decided", "kept")
+            yield table
+            yield Static("resume one: warpsmith sessions resume ID     c  copy that command     Esc  close",
+                         id="sessions-keys")
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True, group="sessions")
+    def load(self) -> None:
+        rows = session_rows(self.base)  # reads every journal: off the UI thread
+        self.app.call_from_thread(self._fill, rows)
+
+    def _fill(self, rows: list[SessionRow]) -> None:
+        table = self.query_one("#sessions", DataTable)
+        for r in rows:
+            table.add_row("*" if r.id == self.current else "", r.id, r.task, r.agent, str(r.decided),
+                          str(r.kept), key=r.id)
+        table.focus()
+
+    def action_copy(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        if not table.row_count:
+            return
+        sid = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        self.app.copy_to_clipboard(f"warpsmith sessions resume {sid}")
+        self.notify(f"copied: warpsmith sessions resume {sid}")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
