@@ -315,18 +315,16 @@ def _compile_rules(rule_raw: list[dict], pid: str, toml_path: Path, text: str) -
     try:
         return list(compile_rules(rule_raw, pid, toml_path))
     except RuleError as e:
-        msg = str(e)
-        # RuleError names "rule <id>": point at that [[rule]] table's line.
-        line = None
-        m = re.search(r"rule ([A-Za-z0-9._-]+)", msg)
-        if m:
-            for i, r in enumerate(rule_raw):
-                if r.get("id") == m.group(1):
-                    line = locate(text, f"rule[{i}].id")
-                    break
-        prefix = f"{toml_path}: "
-        problem = msg[len(prefix):] if msg.startswith(prefix) else msg
-        raise PackError(toml_path, "", problem, line, pack_id=pid) from None
+        rid = getattr(e, "rule_id", None)
+        problem = getattr(e, "problem", None) or str(e)
+        # RuleError names the rule by id, or "#N" (1-based) when the id itself is bad.
+        index = None
+        if isinstance(rid, str) and rid.startswith("#") and rid[1:].isdigit():
+            index = int(rid[1:]) - 1
+        elif rid is not None:
+            index = next((i for i, r in enumerate(rule_raw) if isinstance(r, dict) and r.get("id") == rid), None)
+        line = locate(text, f"rule[{index}].id") or locate(text, f"rule[{index}]") if index is not None else None
+        raise PackError(toml_path, f"rule {rid}" if rid else "rule", problem, line, pack_id=pid) from None
 
 
 # -- discovery ---------------------------------------------------------------------------------

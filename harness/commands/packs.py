@@ -89,6 +89,17 @@ def _err(msg: str) -> None:
     print(f"warpsmith packs: {msg}", file=sys.stderr)
 
 
+def _short(path: Path) -> str:
+    """A path as short as it can be and still be found: relative to here, or under ~."""
+    for base, label in ((Path.cwd(), ""), (Path.home(), "~/")):
+        try:
+            rel = path.resolve().relative_to(base.resolve())
+            return f"{label}{rel}" if label else str(rel)
+        except ValueError:
+            continue
+    return str(path)
+
+
 def _catalog(args: argparse.Namespace) -> Catalog:
     return discover(getattr(args, "path", []) or [])
 
@@ -120,11 +131,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     con = Console()
     table = Table(title="context packs (later origins override earlier: builtin < entrypoint < user "
                   "< project < env < --path)", title_justify="left")
-    for col in ("id", "kind", "version", "origin", "path", "shadows"):
-        table.add_column(col, overflow="fold")
+    any_shadow = bool(cat.shadowed)
+    for col in ("id", "kind", "version", "origin", "path") + (("shadows",) if any_shadow else ()):
+        table.add_column(col, overflow="fold", no_wrap=col != "path" and col != "shadows")
     for p in cat.sorted():
-        shadows = "\n".join(f"{s.origin}: {s.path}" for s in cat.shadows(p.id))
-        table.add_row(p.id, p.kind, p.version, p.origin, str(p.path), shadows)
+        row = [p.id, p.kind, p.version, p.origin, _short(p.path)]
+        if any_shadow:
+            row.append("\n".join(f"{s.origin}: {_short(s.path)}" for s in cat.shadows(p.id)))
+        table.add_row(*row)
     con.print(table)
     if not cat.packs:
         con.print("no packs found; create one with `warpsmith packs new KIND ID`")

@@ -193,3 +193,14 @@ def test_import_refuses_tampered_or_unlisted_files_and_invalid_packs(capsys, env
     (bad / "a.md").write_text("x")
     rc, _, err = run(capsys, "import", str(bad), "--dir", str(dest))
     assert rc == 1 and "invalid pack" in err and "version" in err
+
+
+def test_show_rules_pack_lists_rules(capsys, tmp_path, monkeypatch, write_pack):
+    pytest.importorskip("harness.guard.rules")
+    root = tmp_path / "r"
+    write_pack(root, "myrules", kind="rules", sources="[]", files={"why.md": "Because.\n"}, extra=(
+        '\n[[rule]]\nid = "long-shapes"\nmessage = "Handle the long shapes."\nruntime = "long-context"\n'))
+    rc, out, _ = run(capsys, "--path", str(root), "show", "myrules")
+    assert rc == 0 and "long-shapes" in out and "runtime: long-context" in out and "Because." in out
+    rc, out, _ = run(capsys, "validate", str(root))
+    assert rc == 0 and "1 rules" in out

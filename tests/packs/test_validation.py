@@ -134,3 +134,16 @@ def test_builtin_packs_all_validate(monkeypatch):
     for p in cat.packs.values():
         if p.origin == "builtin" and p.kind in ("hardware", "model"):
             assert p.sources and p.content().strip()
+
+
+def test_rule_errors_point_at_the_rule(tmp_path, write_pack):
+    pytest.importorskip("harness.guard.rules")
+    d = write_pack(tmp_path / "a", "r3", kind="rules", sources="[]", extra=(
+        '\n[[rule]]\nid = "ok"\nmessage = "m"\nruntime = "long-context"\n'
+        '\n[[rule]]\nmessage = "no id"\nruntime = "long-context"\n'))
+    e = _err(d)
+    assert e.field == "rule #2" and e.line == (d / "pack.toml").read_text().splitlines().index("[[rule]]", 8) + 1
+    d = write_pack(tmp_path / "b", "r4", kind="rules", sources="[]", extra=(
+        '\n[[rule]]\nid = "made-up"\nmessage = "m"\nruntime = "no-such-check"\n'))
+    e = _err(d)
+    assert e.field == "rule made-up" and "no-such-check" in str(e) and e.line == 9
