@@ -1,0 +1,123 @@
+"""The private channel between the evaluator (parent) and the child that runs candidate code.
+
+Two anonymous pipes, passed to the child by fd number only (never inherited by processes the
+candidate starts: they are non-inheritable in the child after it opens them). Every frame is
+
+    4-byte big-endian length | 32-byte HMAC-SHA256(key, seq || body) | body
+
+where body is a JSON header, a newline, then raw tensor bytes the header describes. The key is
+fresh per run and reaches the child over the request pipe before any candidate code is imported,
+so text a candidate prints, or bytes it writes to a guessed fd without the key, can't pass for a
+result: the parent rejects the run with rule "result-channel-forged". Tensors travel as raw bytes
+plus dtype and shape (never pickle: the parent must not execute anything the child sends).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import struct
+from typing import Any, Callable
+
+_HDR = struct.Struct(">I")
+MAX_FRAME = 1 << 34  # 16 GiB: the largest output the parent will accept in one frame
+
+
+class ChannelError(Exception):
+    """The peer went away, or sent a frame that isn't ours (bad MAC, bad sequence, bad JSON)."""
+
+
+class Forged(ChannelError):
+    """A frame arrived whose MAC doesn't verify: something other than the harness wrote it."""
+
+
+def _read_exact(fd: int, n: int, wait: Callable[[int], None] | None = None) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        if wait is not None:
+            wait(fd)  # blocks until readable; raises on deadline or a dead peer
+        b = os.read(fd, min(n - got, 1 << 24))
+        if not b:
+            raise ChannelError("channel closed")
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view[: 1 << 24])
+        view = view[n:]
+
+
+def tensor_to_wire(t: Any) -> tuple[dict, bytes]:
+    """A torch tensor -> (description, raw bytes). Contiguous CPU copy; dtype kept exactly."""
+    import torch
+
+    c = t.detach().to("cpu").contiguous()
+    raw = c.reshape(-1).view(torch.uint8).numpy().tobytes() if c.numel() else b""
+    return {"dtype": str(c.dtype).removeprefix("torch."), "shape": list(c.shape)}, raw
+
+
+def tensor_from_wire(desc: dict, raw: bytes) -> Any:
+    import torch
+
+    dtype = getattr(torch, desc["dtype"], None)
+    if not isinstance(dtype, torch.dtype):
+        raise ChannelError(f"unknown dtype {desc['dtype']!r}")
+    shape = [int(s) for s in desc["shape"]]
+    if not raw:
+        return torch.empty(shape, dtype=dtype)
+    flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+    return flat.view(dtype).reshape(shape)
+
+
+class Endpoint:
+    """One side of the channel: reads from `rfd`, writes to `wfd`, MACs with `key`."""
+
+    def __init__(self, rfd: int, wfd: int, key: bytes):
+        self.rfd, self.wfd, self.key = rfd, wfd, key
+        self.sent = 0
+        self.received = 0
+        self.wait: Callable[[int], None] | None = None  # the parent sets a deadline-aware waiter
+
+    def _mac(self, seq: int, body: bytes) -> bytes:
+        return hmac.new(self.key, struct.pack(">Q", seq) + body, hashlib.sha256).digest()
+
+    def send(self, header: dict, tensors: list[Any] | None = None) -> None:
+        blobs: list[bytes] = []
+        if tensors:
+            descs = []
+            for t in tensors:
+                d, raw = tensor_to_wire(t)
+                d["nbytes"] = len(raw)
+                descs.append(d)
+                blobs.append(raw)
+            header = dict(header, tensors=descs)
+        body = json.dumps(header).encode() + b"\n" + b"".join(blobs)
+        mac = self._mac(self.sent, body)
+        self.sent += 1
+        _write_all(self.wfd, _HDR.pack(len(body)) + mac + body)
+
+    def recv(self) -> tuple[dict, list[Any]]:
+        (n,) = _HDR.unpack(_read_exact(self.rfd, _HDR.size, self.wait))
+        if n > MAX_FRAME:
+            raise Forged(f"frame of {n} bytes is larger than any result the harness sends")
+        mac = _read_exact(self.rfd, 32, self.wait)
+        body = _read_exact(self.rfd, n, self.wait)
+        if not hmac.compare_digest(mac, self._mac(self.received, body)):
+            raise Forged("a frame on the result channel failed authentication")
+        self.received += 1
+        nl = body.find(b"\n")
+        try:
+            header = json.loads(body[:nl])
+        except (ValueError, UnicodeDecodeError):
+            raise ChannelError("frame header is not JSON") from None
+        tensors, off = [], nl + 1
+        for d in header.pop("tensors", []):
+            nb = int(d["nbytes"])
+            tensors.append(tensor_from_wire(d, body[off:off + nb]))
+            off += nb
+        return header, tensors

@@ -1,0 +1,254 @@
+"""The child process: imports candidate code and runs it on request, watched by the guards.
+
+Started by runner.py as `python -m harness.evaluate.child RFD WFD` in its own temporary cwd, with a
+scrubbed environment. Order matters: read the channel key, load the task's reference module, set
+up the guards and take the identity snapshot, and only then import any candidate code. The child
+never decides correctness: it sends raw outputs and guard observations to the parent, which
+computes the reference itself (in a process the candidate never ran in).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from harness.evaluate import guards
+from harness.evaluate.channel import Endpoint, _read_exact
+
+TRACE_TAIL = 4000
+
+
+class Child:
+    def __init__(self, ep: Endpoint, job: dict):
+        import torch
+
+        self.ep = ep
+        self.job = job
+        self.torch = torch
+        self.on_gpu = bool(job["on_gpu"])
+        self.device = "cuda" if self.on_gpu else "cpu"
+        self.dtype = getattr(torch, job["dtype"])
+        root = Path(job["task_root"])
+        from harness.tasks import load_module
+
+        self.ref = load_module(root / "reference.py", "warpsmith_task_reference")
+        self.make_inputs = self.ref.make_inputs
+        self.reference = self.ref.reference
+        self.modules: dict[str, Any] = {}
+        self.entries: dict[str, Any] = {}
+        self.counter = guards.LaunchCounter()
+        self.counter.install()
+        self._warm_up()
+        self.native_threads = guards.native_thread_count()
+        from harness.evaluate import timing
+
+        self.timing = timing
+        self.snapshot = guards.identity_snapshot({
+            "reference.make_inputs": self.make_inputs, "reference.reference": self.reference,
+            "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
+        })
+        self.calls = 0
+
+    def _warm_up(self) -> None:
+        """Start torch's own thread pools and CUDA context before counting threads."""
+        torch = self.torch
+        x = torch.randn(64, 64, device=self.device)
+        (x @ x).softmax(-1).sum().item()
+        if self.on_gpu:
+            torch.cuda.synchronize()
+
+    # -- helpers -----------------------------------------------------------------------------
+    def inputs(self, dims: dict, seed: int) -> list[Any]:
+        # Made on CPU and moved: bit-identical to the parent's copy whatever the device.
+        xs = self.make_inputs(dims, self.dtype, seed, "cpu")
+        xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
+        return [x.to(self.device) if isinstance(x, self.torch.Tensor) else x for x in xs]
+
+    def patched(self) -> list[str]:
+        now = guards.identity_snapshot({
+            "reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
+            "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
+        })
+        return guards.changed_identities(self.snapshot, now)
+
+    def sync(self) -> None:
+        if self.on_gpu:
+            self.torch.cuda.synchronize()
+
+    # -- operations ------------------------------------------------------------------------------
+    def op_import(self, req: dict) -> tuple[dict, list]:
+        from harness.tasks import load_module
+
+        role, path = req["role"], req["path"]
+        try:
+            mod = load_module(Path(path), f"warpsmith_{role}")
+        except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
+            return error_reply("import-error", e), []
+        fn = getattr(mod, self.job["entry"], None)
+        if not callable(fn):
+            return {"ok": False, "kind": "import-error",
+                    "error": f"{path} defines no callable {self.job['entry']!r} (the task's entry)"}, []
+        self.modules[role], self.entries[role] = mod, fn
+        patched = self.patched()
+        return {"ok": True, "patched": patched}, []
+
+    def op_call(self, req: dict) -> tuple[dict, list]:
+        """One call of an entry on fresh inputs; send back outputs and what the guards saw."""
+        torch = self.torch
+        role = req["role"]
+        fn = self.entries[role]
+        xs = self.inputs(req["dims"], int(req["seed"]))
+        saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+        threads_before = guards.live_threads()
+        if req.get("poison"):
+            guards.poison_allocator(int(req["poison"]), int(req.get("out_nbytes", 0)), self.device)
+        self.counter.reset()
+        self.counter.ghost = bool(req.get("ghost"))
+        observed: list[dict] = []
+        self.sync()
+        try:
+            if req.get("graph"):
+                out = self.timing.graph_call(fn, xs, self.inputs(req["dims"], int(req["graph_seed"])))
+            else:
+                out = fn(*xs)
+            stream_note = self._stream_check(out) if (self.on_gpu and not req.get("graph")) else None
+            self.sync()
+        except BaseException as e:  # noqa: BLE001
+            self.counter.ghost = False
+            return error_reply("crashed", e), []
+        finally:
+            self.counter.ghost = False
+        self.calls += 1
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if stream_note:
+            observed.append({"rule": "no-side-streams", "message": stream_note})
+        if not req.get("graph"):
+            for rule, msg in guards.check_outputs(outs, xs, self.device):
+                observed.append({"rule": rule, "message": msg})
+            changed = guards.inputs_unchanged(xs, saved)
+            if changed:
+                observed.append({"rule": "inputs-unmodified",
+                                 "message": f"the call modified input(s) {changed}; inputs are read-only"})
+        new_threads = guards.live_threads() - threads_before
+        if new_threads:
+            observed.append({"rule": "no-threads",
+                             "message": f"{len(new_threads)} Python thread(s) still running after the call"})
+        # OS threads: the first candidate call may legitimately start pools (Triton, OpenMP);
+        # after that, any growth is a thread the candidate left behind.
+        native = guards.native_thread_count()
+        if self.calls <= 1:
+            self.native_threads = max(self.native_threads, native)
+        elif native > self.native_threads:
+            observed.append({"rule": "no-threads",
+                             "message": f"{native - self.native_threads} more OS thread(s) running than after "
+                                        "the first call"})
+        patched = self.patched()
+        if patched:
+            observed.append({"rule": "harness-patched",
+                             "message": "the call replaced functions the harness relies on: " + ", ".join(patched[:8])})
+        plain = [o for o in outs if type(o) is torch.Tensor]
+        send = [o.detach() for o in plain] if len(plain) == len(outs) else []
+        return {"ok": True, "observed": observed, "launches": self.counter.launches,
+                "driver_launches": self.counter.driver_launches, "hook": self.counter.hook_installed,
+                "kernels": sorted(self.counter.kernels), "n_out": len(outs),
+                "current_stream_default": self._on_default_stream()}, send
+
+    def _on_default_stream(self) -> bool:
+        if not self.on_gpu:
+            return True
+        torch = self.torch
+        return torch.cuda.current_stream() == torch.cuda.default_stream()
+
+    def _stream_check(self, out: Any) -> str | None:
+        """Work still running on another stream when the call returned shows up as an output
+        that changes between 'the current stream is done' and 'every stream is done'."""
+        torch = self.torch
+        outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if type(o) is torch.Tensor]
+        if torch.cuda.current_stream() != torch.cuda.default_stream():
+            return "the call returned with a non-default stream current"
+        ev = torch.cuda.Event()
+        ev.record()
+        ev.synchronize()
+        early = [o.clone() for o in outs]  # on the current stream, after only its own work
+        ev2 = torch.cuda.Event()
+        ev2.record()
+        ev2.synchronize()
+        torch.cuda.synchronize()
+        for a, b in zip(early, outs):
+            if not guards.inputs_unchanged([b], [a]) == []:
+                return ("the output changed after the call's stream finished: work ran on a side stream "
+                        "and was not joined to the caller's stream")
+        return None
+
+    def op_time(self, req: dict) -> tuple[dict, list]:
+        if not self.on_gpu:
+            return {"ok": False, "kind": "no-gpu", "error": "timing needs a CUDA GPU"}, []
+        try:
+            res = self.timing.time_shape(self, req)
+        except BaseException as e:  # noqa: BLE001
+            return error_reply("crashed", e), []
+        patched = self.patched()
+        if patched:
+            res.setdefault("observed", []).append({
+                "rule": "harness-patched",
+                "message": "timing ran with replaced functions the harness relies on: " + ", ".join(patched[:8])})
+        return dict(res, ok=True), []
+
+    def op_device(self, req: dict) -> tuple[dict, list]:
+        if not self.on_gpu:
+            return {"ok": True, "name": "cpu (Triton interpreter)"}, []
+        return dict(self.timing.device_info(self.torch), ok=True), []
+
+
+def error_reply(kind: str, e: BaseException) -> dict:
+    name = type(e).__name__
+    msg = str(e)[:2000]
+    low = msg.lower()
+    if isinstance(e, SystemExit):
+        kind_detail = "sys-exit"
+    elif isinstance(e, MemoryError) or "out of memory" in low:
+        kind_detail = "oom"
+    elif "illegal memory access" in low or "cuda error" in low or "illegal address" in low:
+        kind_detail = "cuda-error"
+    else:
+        kind_detail = "exception"
+    tb = traceback.format_exc()
+    return {"ok": False, "kind": kind, "detail": kind_detail, "error": f"{name}: {msg}",
+            "traceback": tb[-TRACE_TAIL:]}
+
+
+def main(argv: list[str]) -> int:
+    rfd, wfd = int(argv[1]), int(argv[2])
+    key = _read_exact(rfd, 32)
+    # Candidate code may start processes; they must not inherit the channel.
+    os.set_inheritable(rfd, False)
+    os.set_inheritable(wfd, False)
+    ep = Endpoint(rfd, wfd, key)
+    del key
+    job, _ = ep.recv()
+    try:
+        child = Child(ep, job)
+    except BaseException as e:  # noqa: BLE001 - a broken task or torch install, not the candidate
+        ep.send(error_reply("setup", e))
+        return 3
+    ep.send({"ok": True, "pid": os.getpid()})
+    ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device}
+    while True:
+        req, _ = ep.recv()
+        op = req.get("op")
+        if op == "bye":
+            ep.send({"ok": True})
+            break
+        reply, tensors = ops[op](req)
+        ep.send(reply, tensors)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: a candidate's atexit handlers or stuck threads must not turn a
+    # finished evaluation into a timeout.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

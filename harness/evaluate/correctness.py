@@ -1,0 +1,214 @@
+"""Correctness and runtime guards, judged in the parent from what the child sends back.
+
+Per shape (every shape of the device's set, long ones included), each call on inputs from a new
+secret seed unless said otherwise:
+  1. candidate on inputs A, allocator poisoned with pattern 1 (NaN)   -> compare with reference(A)
+  2. candidate on a fresh copy of A, poisoned with pattern 2          -> compare, and with call 1
+     (reads of memory nothing wrote show up as a disagreement: "poison-inconsistent")
+  3. candidate on inputs B with every Triton launch a no-op ("ghost") -> must NOT match reference(B),
+     else the result doesn't come from the kernels ("dsl-kernel-runs")
+  4. GPU, unless the task opts out: capture in a CUDA graph on inputs C, copy inputs D in, replay
+     -> compare with reference(D) ("cuda-graph-capturable")
+The reference always runs here, in the parent, on its own copy of inputs made from the same seed.
+"""
+from __future__ import annotations
+
+import math
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from harness.tasks import Shape, Task, compare
+
+if TYPE_CHECKING:
+    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+
+
+def _clone(xs: Any) -> list:
+    import torch
+
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int) -> tuple[list, Any]:
+    import torch
+
+    dt = getattr(torch, task.dtypes[0])
+    xs = ref_mod.make_inputs(shape.dims, dt, seed, "cpu")
+    xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
+    exp = ref_mod.reference(*_clone(xs))
+    return xs, exp
+
+
+def _nbytes(x: Any) -> int:
+    import torch
+
+    xs = x if isinstance(x, (tuple, list)) else (x,)
+    return sum(t.numel() * t.element_size() for t in xs if isinstance(t, torch.Tensor))
+
+
+def shape_entry(shape: Shape) -> dict:
+    return {"name": shape.name, "dims": dict(shape.dims), "long": shape.long, "correct": False, "error": None,
+            "candidate_us": None, "incumbent_us": None, "speedup": None, "roofline_pct": None,
+            "candidate_graph_us": None, "incumbent_graph_us": None, "noise_pct": None}
+
+
+def _as_out(outs: list, n_out: int) -> Any:
+    return outs[0] if n_out == 1 else tuple(outs)
+
+
+def _crash_message(reply: dict) -> str:
+    detail = reply.get("detail")
+    what = {"sys-exit": "called sys.exit", "oom": "ran out of memory", "cuda-error": "raised a CUDA error",
+            "exception": "raised"}.get(detail or "", "failed")
+    tb = reply.get("traceback", "")
+    return f"the candidate {what}: {reply.get('error')}" + (f"\n{tb[-1500:]}" if tb else "")
+
+
+def check_all(run: "_Run", child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
+              on_gpu: bool, opts: "EvalOptions", secret: int) -> bool:
+    """Run every shape; True when every shape is correct and no guard fired."""
+    from harness.evaluate.runner import derive_seed
+
+    all_ok = True
+    for shape in shapes:
+        entry = shape_entry(shape)
+        run.shapes.append(entry)
+        ok = _check_shape(run, child, task, ref_mod, shape, entry, on_gpu, opts,
+                          lambda *p, s=shape: derive_seed(secret, s.name, *p))
+        all_ok = all_ok and ok
+    return all_ok and not run.reasons
+
+
+def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: ModuleType, shape: Shape, entry: dict,
+                 on_gpu: bool, opts: "EvalOptions", seed_of: Any) -> bool:
+    dtype = task.dtypes[0]
+    tag = f"[{shape.name}] "
+    fails: list[str] = []
+
+    def call(req: dict) -> tuple[dict, list]:
+        base = {"op": "call", "role": "candidate", "dims": shape.dims}
+        try:
+            return child.request(dict(base, **req), opts.run_timeout_s)
+        except Exception as e:
+            entry["error"] = str(e)
+            raise
+
+    def guard_observations(reply: dict) -> None:
+        for o in reply.get("observed", []):
+            run.reject("guard", o["rule"], tag + o["message"])
+            fails.append(o["rule"])
+
+    def judge(reply: dict, outs: list, xs: list, exp: Any, what: str) -> Any:
+        if not reply.get("ok"):
+            msg = _crash_message(reply)
+            run.reject("correctness", "crashed", tag + msg)
+            fails.append(msg.splitlines()[0])
+            return None
+        guard_observations(reply)
+        if len(outs) != reply.get("n_out", 1):
+            fails.append("output is not a plain tensor")
+            return None
+        out = _as_out(outs, reply["n_out"])
+        err = compare(task, ref_mod, out, exp, tuple(xs), dtype)
+        if err:
+            run.reject("correctness", "incorrect", f"{tag}{what}: {err}")
+            fails.append(err)
+        return out
+
+    # 1 and 2: the poison pair
+    sa = seed_of("a")
+    xs, exp = _make(ref_mod, task, shape, sa)
+    nb = _nbytes(exp)
+    r1, o1 = call({"seed": sa, "poison": 1, "out_nbytes": nb})
+    out1 = judge(r1, o1, xs, exp, "output")
+    if r1.get("ok"):
+        if r1.get("launches", 0) == 0:
+            run.reject("guard", "dsl-kernel-runs", f"{tag}the call launched no {task.dsl} kernel; the work must "
+                                                   f"run in {task.dsl} kernels")
+            fails.append("no kernel launched")
+        elif on_gpu and r1.get("hook") and r1.get("driver_launches", 0) == 0:
+            run.reject("guard", "dsl-kernel-runs", f"{tag}kernels were 'launched' but none reached the GPU driver")
+            fails.append("no kernel reached the driver")
+    if out1 is None and not r1.get("ok"):
+        entry["error"] = "; ".join(fails)[:500]
+        return False
+    r2, o2 = call({"seed": sa, "poison": 2, "out_nbytes": nb})
+    out2 = judge(r2, o2, xs, exp, "output (second run, other poison)")
+    if out1 is not None and out2 is not None:
+        diff = compare(task, ref_mod, out2, out1, tuple(xs), dtype)
+        if diff:
+            run.reject("guard", "poison-consistent",
+                       f"{tag}two runs on the same inputs with differently poisoned memory disagree ({diff}); the "
+                       "kernel reads memory it never wrote (uninitialised or stale)")
+            fails.append("poison-inconsistent")
+
+    # 3: ghost replay: the output must depend on the DSL's kernels
+    if r1.get("ok") and r1.get("launches", 0) > 0:
+        sb = seed_of("b")
+        xb, expb = _make(ref_mod, task, shape, sb)
+        rg, og = call({"seed": sb, "poison": 1, "out_nbytes": nb, "ghost": True})
+        if rg.get("ok") and len(og) == rg.get("n_out", 1):
+            if compare(task, ref_mod, _as_out(og, rg["n_out"]), expb, tuple(xb), dtype) is None:
+                run.reject("guard", "dsl-kernel-runs",
+                           f"{tag}the output is still correct with every {task.dsl} launch turned into a no-op: "
+                           "the result does not come from the kernels")
+                fails.append("output does not depend on the kernels")
+
+    # 4: CUDA graph capture and replay with new inputs
+    if on_gpu and task.cuda_graphs:
+        sc, sd = seed_of("c"), seed_of("d")
+        xd, expd = _make(ref_mod, task, shape, sd)
+        rc, oc = call({"seed": sc, "graph": True, "graph_seed": sd})
+        if not rc.get("ok"):
+            run.reject("guard", "cuda-graph-capturable",
+                       f"{tag}capturing the call in a CUDA graph failed: {rc.get('error')} (make the entry "
+                       "capturable: no host syncs, .item(), allocations that depend on values, or CPU work)")
+            fails.append("not capturable")
+        elif len(oc) == rc.get("n_out", 1):
+            err = compare(task, ref_mod, _as_out(oc, rc["n_out"]), expd, tuple(xd), dtype)
+            if err:
+                run.reject("guard", "cuda-graph-capturable",
+                           f"{tag}replaying the CUDA graph with new inputs copied in gave a wrong answer: {err}")
+                fails.append("wrong on graph replay")
+
+    entry["correct"] = not any(r["rule"] in ("incorrect", "crashed") and r["message"].startswith(tag)
+                               for r in run.reasons)
+    if fails:
+        entry["error"] = "; ".join(dict.fromkeys(f.splitlines()[0] for f in fails))[:500]
+    return not fails
+
+
+def input_bytes(ref_mod: ModuleType, task: Task, shape: Shape) -> int:
+    import torch
+
+    xs, _ = _make(ref_mod, task, shape, 0) if not hasattr(ref_mod, "bytes_moved") else (None, None)
+    if xs is not None:
+        return _nbytes(xs)
+    # bytes_moved counts inputs and outputs; inputs are about half for same-size in/out tasks
+    return max(int(ref_mod.bytes_moved(shape.dims, getattr(torch, task.dtypes[0])) // 2), 1)
+
+
+def n_buffers(in_bytes: int, l2_bytes: int) -> int:
+    """Enough input sets to exceed 2x L2 together, at least 2, at most 16 (memory)."""
+    return max(2, min(16, math.ceil(2 * l2_bytes / max(in_bytes, 1))))
+
+
+def incumbent_baseline(child: "ChildProcess", task: Task, shapes: list[Shape], dev: dict, secret: int,
+                       opts: "EvalOptions") -> dict[str, float]:
+    """Median time of the incumbent on each shape before the candidate is imported."""
+    from harness.evaluate.runner import derive_seed
+    from harness.evaluate.verdict import median
+
+    ref_mod = task.load_reference()
+    tol = task.tolerance[task.dtypes[0]]
+    out: dict[str, float] = {}
+    for shape in shapes:
+        nb = n_buffers(input_bytes(ref_mod, task, shape), dev.get("l2_bytes", 50 * 2**20))
+        r, _ = child.request({"op": "time", "dims": shape.dims, "roles": ["incumbent"],
+                              "seeds": [derive_seed(secret, shape.name, "base", i) for i in range(nb + 1)],
+                              "samples": max(10, opts.samples // 2), "warmup": opts.warmup, "atol": tol.atol,
+                              "rtol": tol.rtol, "l2_bytes": dev.get("l2_bytes"), "graph": False},
+                             opts.run_timeout_s)
+        if r.get("ok"):
+            out[shape.name] = median(r["roles"]["incumbent"]["event_us"])
+    return out

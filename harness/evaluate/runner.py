@@ -1,0 +1,449 @@
+"""The parent side of an evaluation: spawn the child, drive it, judge what comes back.
+
+The parent never imports candidate code. It generates every input from a secret per-run seed,
+computes the reference on its own copy, and compares; the child only runs the candidate and
+reports raw outputs plus what its guards saw. Stages, cheap first: static -> import ->
+correctness -> guard -> timing. The verdict is a plain dict (see DESIGN.md, "Verdict").
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import resource
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.evaluate import verdict as vd
+from harness.evaluate.channel import ChannelError, Endpoint, Forged
+from harness.tasks import Shape, Task, compare
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000
+
+# Environment: keep what Python, torch, Triton and CUDA need; drop everything else, and drop
+# anything that looks like a credential even when its prefix is allowed.
+_ENV_KEEP = re.compile(r"^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_\w+|TERM|TZ|TMPDIR|PYTHONPATH|PYTHONHASHSEED|"
+                       r"VIRTUAL_ENV|CONDA_PREFIX|LD_LIBRARY_PATH|CC|CXX|CUDA_\w+|NVIDIA_\w+|TRITON_\w+|"
+                       r"TORCH_\w+|PYTORCH_\w+|OMP_NUM_THREADS|MKL_NUM_THREADS|NCCL_\w+|NVSHMEM_\w+|"
+                       r"XDG_CACHE_HOME)$")
+_ENV_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|SESSION|COOKIE|AUTH)|^(AWS_|GOOGLE_|GCP_|AZURE_|"
+                         r"GH_|GITHUB_|HF_|OPENAI|ANTHROPIC|SSH_)", re.I)
+
+
+def scrubbed_env(base: dict[str, str] | None = None, on_gpu: bool = False, home: str | None = None) -> dict[str, str]:
+    base = dict(os.environ if base is None else base)
+    env = {k: v for k, v in base.items() if _ENV_KEEP.match(k) and not _ENV_SECRET.search(k)}
+    real_home = base.get("HOME", str(Path.home()))
+    # Triton's cache stays where it was (compiles are slow); HOME moves to the scratch dir so
+    # dotfiles with credentials aren't where a candidate looks first.
+    env.setdefault("TRITON_CACHE_DIR", str(Path(real_home) / ".triton" / "cache"))
+    if home:
+        env["HOME"] = home
+    pp = [str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(pp))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if not on_gpu:
+        env["TRITON_INTERPRET"] = "1"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+@dataclass
+class EvalOptions:
+    on_gpu: bool | None = None          # None: auto (torch.cuda.is_available())
+    static: bool = True                  # run the static stage first
+    time: bool = True                    # timing stage (GPU only; on CPU: timing unavailable)
+    import_timeout_s: float = 180
+    run_timeout_s: float = 600
+    mem_cap_gb: float | None = None      # None: half the machine's RAM, at most 64 GiB
+    seed: int | None = None              # secret per-run seed when None (secrets.randbits)
+    shapes: list[str] | None = None      # subset by name (default: every shape for the device)
+    samples: int = 40                    # timed samples per side per shape
+    warmup: int = 5
+    remeasure_big_wins: bool = True
+    python: str = sys.executable
+
+
+class ChildFailed(Exception):
+    def __init__(self, rule: str, message: str):
+        self.rule, self.message = rule, message
+        super().__init__(f"{rule}: {message}")
+
+
+def _describe_exit(rc: int | None) -> str:
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        extra = " (a segmentation fault: bad memory access in native code)" if name == "SIGSEGV" else ""
+        return f"killed by {name}{extra}"
+    if rc == 0:
+        return "exited with code 0 before answering (os._exit or sys.exit in candidate code?)"
+    return f"exited with code {rc} before answering"
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _default_mem_cap() -> float:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 16 * 2**30
+    return min(total / 2, 64 * 2**30)
+
+
+class ChildProcess:
+    """One spawned child: private pipes, scrubbed env, own cwd, deadline, memory watchdog."""
+
+    def __init__(self, task: Task, on_gpu: bool, opts: EvalOptions):
+        self.tmp = Path(tempfile.mkdtemp(prefix="warpsmith-eval-"))
+        self.cwd = self.tmp / "cwd"
+        self.cwd.mkdir()
+        self.log_path = self.tmp / "output.log"
+        self.mem_cap = int((opts.mem_cap_gb * 2**30) if opts.mem_cap_gb else _default_mem_cap())
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        self.key = secrets.token_bytes(32)
+        log = open(self.log_path, "wb")
+        cap = self.mem_cap
+
+        def limits() -> None:  # runs in the child before exec
+            if not on_gpu:  # CUDA reserves huge virtual ranges; there the watchdog enforces the cap
+                resource.setrlimit(resource.RLIMIT_AS, (cap + 8 * 2**30, cap + 8 * 2**30))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        self.proc = subprocess.Popen(
+            [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w)],
+            cwd=self.cwd, env=scrubbed_env(on_gpu=on_gpu, home=str(self.cwd)), stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, pass_fds=(req_r, res_w), start_new_session=True,
+            preexec_fn=limits,
+        )
+        log.close()
+        os.close(req_r)
+        os.close(res_w)
+        self.ep = Endpoint(res_r, req_w, self.key)
+        self.ep.wait = self._wait
+        self.deadline = math.inf
+        self.peak_rss = 0
+        os.write(req_w, self.key)
+        self.ep.send({"task_root": str(task.root), "entry": task.entry, "dtype": task.dtypes[0], "on_gpu": on_gpu})
+
+    def _wait(self, fd: int) -> None:
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise ChildFailed("timeout", "")
+            r, _, _ = select.select([fd], [], [], min(left, 0.2))
+            rss = _rss_bytes(self.proc.pid)
+            self.peak_rss = max(self.peak_rss, rss)
+            if rss > self.mem_cap:
+                self.kill()
+                raise ChildFailed("memory-cap", f"used {rss / 2**30:.1f} GiB of host memory, over the cap of "
+                                                f"{self.mem_cap / 2**30:.1f} GiB")
+            if r:
+                return
+
+    def start(self, timeout: float) -> dict:
+        """Wait for the child's setup answer (sent before any candidate code is imported)."""
+        return self.request(None, timeout)[0]
+
+    def request(self, req: dict | None, timeout: float) -> tuple[dict, list]:
+        self.deadline = time.monotonic() + timeout
+        try:
+            if req is not None:
+                self.ep.send(req)
+            reply, tensors = self.ep.recv()
+        except Forged as e:
+            self.kill()
+            raise ChildFailed("result-channel-forged", f"{e}; something in the candidate's process wrote to the "
+                                                       "harness's private result channel") from None
+        except ChildFailed as e:
+            if e.rule == "timeout":
+                raise ChildFailed("timeout", f"no answer within {timeout:.0f} s (op {(req or {}).get('op', 'setup')}); "
+                                             "the child was killed") from None
+            raise
+        except (ChannelError, BrokenPipeError, OSError):
+            rc = self.proc.wait(timeout=10) if self.proc.poll() is None else self.proc.returncode
+            raise ChildFailed("crashed", f"the child process {_describe_exit(rc)}") from None
+        return reply, tensors
+
+    def output(self) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        text = data.decode("utf-8", "replace")
+        if len(text) > OUTPUT_HEAD + OUTPUT_TAIL:
+            cut = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
+            text = text[:OUTPUT_HEAD] + f"\n[... {cut} characters cut ...]\n" + text[-OUTPUT_TAIL:]
+        return text
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the child's own session: its helpers too
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.deadline = time.monotonic() + 10
+                self.ep.send({"op": "bye"})
+                self.ep.recv()
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        for fd in (self.ep.rfd, self.ep.wfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def derive_seed(secret: int, *parts: Any) -> int:
+    h = hashlib.sha256(repr((secret,) + parts).encode()).digest()
+    return int.from_bytes(h[:7], "big")
+
+
+def _violation_dict(v: Any) -> dict:
+    if is_dataclass(v) and not isinstance(v, type):
+        d = asdict(v)
+    elif isinstance(v, dict):
+        d = dict(v)
+    else:
+        d = {k: getattr(v, k, None) for k in ("rule", "message", "line", "col", "snippet")}
+    return d
+
+
+def run_static(task: Task, source: str) -> tuple[list[dict] | None, str]:
+    """The static stage (harness.guard). (None, why) when the guard can't be imported here."""
+    try:
+        from harness.guard import check_source  # type: ignore[attr-defined]
+    except Exception as e:  # noqa: BLE001 - e.g. tree_sitter missing on a bare GPU box
+        return None, f"static stage skipped: harness.guard.check_source unavailable ({type(e).__name__}: {e})"
+    try:
+        found = check_source(source, task)
+    except Exception as e:  # noqa: BLE001 - e.g. a rules pack the task names is missing
+        # The runtime guards still run; the verdict says loudly that this stage did not.
+        return None, f"static stage could not run: {type(e).__name__}: {e}"
+    return [_violation_dict(v) for v in found], ""
+
+
+@dataclass
+class _Run:
+    """Mutable state of one evaluation, turned into the verdict dict at the end."""
+
+    task: Task
+    candidate: Path
+    reasons: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stage: str = "done"
+    shapes: list[dict] = field(default_factory=list)
+    output: str = ""
+
+    def reject(self, stage: str, rule: str, message: str) -> None:
+        order = ["static", "import", "correctness", "guard", "timing", "done"]
+        if order.index(stage) < order.index(self.stage):
+            self.stage = stage
+        if not any(r["rule"] == rule and r["message"] == message for r in self.reasons):
+            self.reasons.append({"rule": rule, "message": message})
+
+
+def _on_gpu(opts: EvalOptions) -> bool:
+    if opts.on_gpu is not None:
+        return opts.on_gpu
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _select_shapes(task: Task, on_gpu: bool, names: list[str] | None) -> list[Shape]:
+    from harness.tasks import TaskError
+
+    shapes = task.shapes_for(on_gpu)
+    if not names:
+        return shapes
+    by = {s.name: s for s in task.shapes + task.interpreter_shapes}
+    missing = [n for n in names if n not in by]
+    if missing:
+        raise TaskError(task.toml_path, "shapes", f"no shape named {', '.join(map(repr, missing))} "
+                                                  f"(known: {', '.join(by)})")
+    return [by[n] for n in names]
+
+
+def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
+             options: EvalOptions | None = None) -> dict:
+    opts = options or EvalOptions()
+    t0 = time.monotonic()
+    candidate = Path(candidate).resolve()
+    if not candidate.is_file():
+        raise FileNotFoundError(f"{candidate}: no such candidate file")
+    incumbent = Path(incumbent).resolve() if incumbent else task.baseline_path.resolve()
+    if not incumbent.is_file():
+        raise FileNotFoundError(f"{incumbent}: no such incumbent file")
+    on_gpu = _on_gpu(opts)
+    shapes = _select_shapes(task, on_gpu, opts.shapes)
+    source = candidate.read_text()
+    run = _Run(task, candidate)
+    v: dict[str, Any] = {
+        "accepted": False, "stage": "static", "reasons": run.reasons, "task": task.name,
+        "candidate": str(candidate), "incumbent": str(incumbent),
+        "candidate_sha256": hashlib.sha256(source.encode()).hexdigest(),
+        "device": "cpu (Triton interpreter)", "timing_available": False, "shapes": run.shapes,
+        "geomean_speedup": None, "noise_band_pct": None, "recommendation": None, "wall_s": 0.0,
+        "violations": [], "notes": run.notes, "output": "",
+    }
+
+    if opts.static:
+        violations, why = run_static(task, source)
+        if violations is None:
+            run.notes.append(why)
+        else:
+            v["violations"] = violations
+            for viol in violations:
+                where = f" (line {viol.get('line')})" if viol.get("line") else ""
+                run.reject("static", f"static:{viol.get('rule')}", f"{viol.get('message')}{where}")
+            if violations:
+                return _finish(v, run, t0, timing_available=False)
+
+    hashes = task.file_hashes()
+    saved = {p: (task.root / p).read_bytes() for p in hashes}
+    run.stage = "done"
+    secret = opts.seed if opts.seed is not None else secrets.randbits(63)
+    timing_available = False
+    try:
+        timing_available = _evaluate_in_child(run, v, task, candidate, incumbent, shapes, on_gpu, opts, secret)
+    finally:
+        after = task.file_hashes()
+        changed = sorted(p for p in set(hashes) | set(after) if hashes.get(p) != after.get(p))
+        if changed:
+            run.reject(run.stage if run.stage != "done" else "guard", "task-files-unchanged",
+                       f"task files changed during the run: {', '.join(changed)} (restored from the copy "
+                       "taken before the run)")
+            _restore(task.root, saved, after)
+    return _finish(v, run, t0, timing_available)
+
+
+def _restore(root: Path, saved: dict[str, bytes], after: dict[str, str]) -> None:
+    for p, data in saved.items():
+        (root / p).write_bytes(data)
+    for p in set(after) - set(saved):
+        try:
+            (root / p).unlink()
+        except OSError:
+            pass
+
+
+def _finish(v: dict, run: _Run, t0: float, timing_available: bool) -> dict:
+    if not run.reasons:
+        run.stage = "done"
+    v["stage"] = run.stage if run.reasons else "done"
+    v["accepted"] = not run.reasons
+    v["timing_available"] = timing_available
+    v["output"] = run.output
+    correct = all(s.get("correct") for s in run.shapes) and bool(run.shapes)
+    slower = [s["name"] for s in run.shapes if s.get("speedup") and s.get("noise_pct")
+              and (s["speedup"] - 1) * 100 < -s["noise_pct"]]
+    rec = vd.recommend(correct=correct and v["accepted"], guards_ok=v["accepted"],
+                       timing_available=timing_available, geomean_speedup=v["geomean_speedup"],
+                       noise_band_pct=v["noise_band_pct"], slower_shapes=slower,
+                       note=(f"{run.reasons[0]['rule']}: {run.reasons[0]['message'].splitlines()[0]}"
+                             + (f" (+{len(run.reasons) - 1} more)" if len(run.reasons) > 1 else ""))
+                       if run.reasons else v.pop("_rec_note", ""))
+    v.pop("_rec_note", None)
+    v["recommendation"] = rec
+    v["wall_s"] = round(time.monotonic() - t0, 3)
+    return v
+
+
+def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumbent: Path, shapes: list[Shape],
+                       on_gpu: bool, opts: EvalOptions, secret: int) -> bool:
+    from harness.evaluate import correctness
+
+    ref_mod = task.load_reference()
+    run.stage = "import"
+    child = ChildProcess(task, on_gpu, opts)
+    timing_ok = on_gpu and opts.time
+    try:
+        try:
+            hello = child.start(opts.import_timeout_s)
+        except ChildFailed as e:
+            run.output = child.output()
+            run.reject("import", e.rule, f"the harness's child failed before any candidate code ran: {e.message}")
+            return False
+        if not hello.get("ok"):
+            run.output = child.output()
+            run.reject("import", "setup-failed", f"{hello.get('error')}\n{hello.get('traceback', '')}".strip())
+            return False
+        dev, _ = child.request({"op": "device"}, opts.import_timeout_s)
+        v["device"] = dev.get("name", v["device"])
+        v["device_info"] = {k: dev[k] for k in dev if k != "ok"}
+        baseline: dict[str, float] = {}
+        if timing_ok:
+            # The incumbent is imported and timed first, alone: its time then can't have been
+            # slowed by anything the candidate does at import or call time.
+            r, _ = child.request({"op": "import", "role": "incumbent", "path": str(incumbent)}, opts.import_timeout_s)
+            if not r.get("ok"):
+                run.notes.append(f"incumbent {incumbent} failed to import ({r.get('error')}); timing skipped")
+                timing_ok = False
+            else:
+                baseline = correctness.incumbent_baseline(child, task, shapes, dev, secret, opts)
+        r, _ = child.request({"op": "import", "role": "candidate", "path": str(candidate)}, opts.import_timeout_s)
+        if not r.get("ok"):
+            run.output = child.output()
+            detail = f" ({r['detail']})" if r.get("detail") not in (None, "exception") else ""
+            run.reject("import", "import-error", f"{r.get('error')}{detail}\n{r.get('traceback', '')}".strip())
+            return False
+        if r.get("patched"):
+            run.reject("guard", "harness-patched", "importing the candidate replaced functions the harness relies "
+                                                   "on: " + ", ".join(r["patched"][:8]))
+        run.stage = "done"
+        ok = correctness.check_all(run, child, task, ref_mod, shapes, on_gpu, opts, secret)
+        if ok and timing_ok and not run.reasons:
+            from harness.evaluate import timing_stage
+
+            timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
+                                    candidate, incumbent)
+            return True
+        return False
+    except ChildFailed as e:
+        run.output = child.output()
+        stage = "import" if run.stage == "import" else ("correctness" if run.stage == "done" else run.stage)
+        run.reject(stage, e.rule, e.message)
+        return False
+    finally:
+        if not run.output and run.reasons:
+            run.output = child.output()
+        child.close()

@@ -1,0 +1,171 @@
+"""The timing stage, parent side (GPU only): ask the child for interleaved samples, then judge them.
+
+Checks that turn a timing into a rejection (stage "timing"):
+  timed-outputs-correct  an output of a timed call (candidate or incumbent) was wrong
+  timer-disagrees        CUDA events and the host clock disagree, or the samples add up to more
+                         time than the parent saw pass
+  impossible-time        faster than bytes / (measured copy bandwidth x 1.1) or flops / peak
+  incumbent-slowed       the incumbent ran slower next to the candidate than alone, before the
+                         candidate was imported (a candidate can't win by slowing the incumbent)
+A speedup above verdict.BIG_WIN is re-measured in a fresh child before it counts.
+"""
+from __future__ import annotations
+
+import time
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from harness.evaluate import verdict as vd
+from harness.evaluate.correctness import input_bytes, n_buffers
+from harness.tasks import Shape, Task
+
+if TYPE_CHECKING:
+    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+
+FLOOR_BW_MARGIN = 1.10      # nothing moves bytes faster than 1.1x the measured device copy rate
+SLOWED_MIN_PCT = 5.0        # incumbent-slowed fires above max(this, 3x the noise band)
+
+
+def _floor_us(ref_mod: ModuleType, task: Task, shape: Shape, dev: dict) -> tuple[float | None, str]:
+    import torch
+
+    floors = []
+    dt = getattr(torch, task.dtypes[0])
+    bw = dev.get("copy_bw_Bps")
+    if callable(getattr(ref_mod, "bytes_moved", None)) and bw:
+        floors.append((ref_mod.bytes_moved(shape.dims, dt) / (bw * FLOOR_BW_MARGIN) * 1e6, "bytes / copy bandwidth"))
+    peak = dev.get("peak_tflops")
+    if callable(getattr(ref_mod, "flops", None)) and peak:
+        floors.append((ref_mod.flops(shape.dims) / (peak * 1e12) * 1e6, "flops / peak"))
+    if not floors:
+        return None, ""
+    return max(floors)
+
+
+def time_pair(child: "ChildProcess", task: Task, ref_mod: ModuleType, shape: Shape, dev: dict,
+              opts: "EvalOptions", seed_of: Any) -> tuple[dict, float]:
+    tol = task.tolerance[task.dtypes[0]]
+    nb = n_buffers(input_bytes(ref_mod, task, shape), dev.get("l2_bytes", 50 * 2**20))
+    t0 = time.monotonic()
+    r, _ = child.request({"op": "time", "dims": shape.dims, "roles": ["incumbent", "candidate"],
+                          "seeds": [seed_of("t", i) for i in range(nb + 1)], "samples": opts.samples,
+                          "warmup": opts.warmup, "atol": tol.atol, "rtol": tol.rtol,
+                          "l2_bytes": dev.get("l2_bytes"), "graph": task.cuda_graphs,
+                          "order_seed": seed_of("order")}, opts.run_timeout_s)
+    return r, time.monotonic() - t0
+
+
+def judge_shape(run: "_Run", entry: dict, r: dict, parent_wall_s: float, floor: tuple[float | None, str],
+                baseline_us: float | None, dev: dict, bytes_moved: float | None) -> None:
+    tag = f"[{entry['name']}] "
+    if not r.get("ok"):
+        run.reject("timing", "crashed", f"{tag}timing failed: {r.get('error')}")
+        return
+    for o in r.get("observed", []):
+        run.reject("timing", o["rule"], tag + o["message"])
+    inc, cand = r["roles"]["incumbent"], r["roles"]["candidate"]
+    for who, d in (("candidate", cand), ("incumbent", inc)):
+        if d["bad"]:
+            run.reject("timing", "timed-outputs-correct",
+                       f"{tag}{d['bad']} of {d['checked']} timed {who} outputs were wrong (correct during the "
+                       "checks, wrong while being timed)")
+    total_us = sum(inc["event_us"]) + sum(cand["event_us"]) + sum(inc.get("graph_us", [])) + \
+        sum(cand.get("graph_us", []))
+    if total_us / 1e6 > parent_wall_s * 1.05 + 0.05:
+        run.reject("timing", "timer-disagrees",
+                   f"{tag}the samples add up to {total_us / 1e6:.3f} s but only {parent_wall_s:.3f} s passed")
+    for who, d in (("candidate", cand), ("incumbent", inc)):
+        ev, wall = vd.median(d["event_us"]), vd.median(d["wall_us"])
+        flush = float(r.get("flush_us", 0.0))
+        # Events bracket the whole call (every stream synced before the end event), so they can
+        # only undercount what the host clock saw by the queued L2 flush and launch latency.
+        if ev < 0.5 * (wall - flush) - 50:
+            run.reject("timing", "timer-disagrees",
+                       f"{tag}{who}: CUDA events say {ev:.1f} µs, the host clock {wall:.1f} µs (after a device sync)")
+        if ev > 1.5 * wall + 50:
+            run.reject("timing", "timer-disagrees",
+                       f"{tag}{who}: CUDA events say {ev:.1f} µs, more than the host clock's {wall:.1f} µs")
+    c_med, i_med = vd.median(cand["event_us"]), vd.median(inc["event_us"])
+    sp, band = vd.speedup_with_band(inc["event_us"], cand["event_us"])
+    entry.update(candidate_us=round(c_med, 3), incumbent_us=round(i_med, 3), speedup=round(sp, 4),
+                 noise_pct=round(band, 3),
+                 candidate_graph_us=round(vd.median(cand["graph_us"]), 3) if cand.get("graph_us") else None,
+                 incumbent_graph_us=round(vd.median(inc["graph_us"]), 3) if inc.get("graph_us") else None)
+    if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
+        entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
+    fl, why = floor
+    if fl is not None and c_med < fl:
+        run.reject("timing", "impossible-time",
+                   f"{tag}candidate median {c_med:.2f} µs is below the physical floor {fl:.2f} µs ({why})")
+    if baseline_us:
+        slowed = (i_med / baseline_us - 1) * 100
+        if slowed > max(SLOWED_MIN_PCT, 3 * band):
+            run.reject("timing", "incumbent-slowed",
+                       f"{tag}the incumbent took {i_med:.1f} µs next to the candidate but {baseline_us:.1f} µs "
+                       f"alone before the candidate was imported (+{slowed:.1f}%)")
+    entry["incumbent_alone_us"] = round(baseline_us, 3) if baseline_us else None
+
+
+def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
+               dev: dict, baseline: dict[str, float], opts: "EvalOptions", secret: int, candidate: Any,
+               incumbent: Any) -> None:
+    import torch
+
+    from harness.evaluate.runner import derive_seed
+
+    dt = getattr(torch, task.dtypes[0])
+    by_name = {e["name"]: e for e in run.shapes}
+    for shape in shapes:
+        r, wall = time_pair(child, task, ref_mod, shape, dev, opts,
+                            lambda *p, s=shape: derive_seed(secret, s.name, *p))
+        bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
+        judge_shape(run, by_name[shape.name], r, wall, _floor_us(ref_mod, task, shape, dev),
+                    baseline.get(shape.name), dev, bm)
+    _summarise(v, run, shapes)
+    big = (v["geomean_speedup"] or 0) > vd.BIG_WIN or any((e.get("speedup") or 0) > vd.BIG_WIN for e in run.shapes)
+    if big and opts.remeasure_big_wins and not run.reasons:
+        _remeasure(run, v, task, ref_mod, shapes, dev, opts, secret, candidate, incumbent)
+
+
+def _summarise(v: dict, run: "_Run", shapes: list[Shape]) -> None:
+    weights = {s.name: s.weight for s in shapes}
+    timed = [e for e in run.shapes if e.get("speedup")]
+    v["geomean_speedup"] = vd.geomean([e["speedup"] for e in timed], [weights[e["name"]] for e in timed])
+    v["noise_band_pct"] = vd.weighted_band([e["noise_pct"] for e in timed], [weights[e["name"]] for e in timed])
+    if v["geomean_speedup"] is not None:
+        v["geomean_speedup"] = round(v["geomean_speedup"], 4)
+    if v["noise_band_pct"] is not None:
+        v["noise_band_pct"] = round(v["noise_band_pct"], 3)
+
+
+def _remeasure(run: "_Run", v: dict, task: Task, ref_mod: ModuleType, shapes: list[Shape], dev: dict,
+               opts: "EvalOptions", secret: int, candidate: Any, incumbent: Any) -> None:
+    """A big win counts only if a fresh process, fresh seeds and fresh inputs show it again."""
+    import torch
+
+    from harness.evaluate.runner import ChildFailed, ChildProcess, derive_seed
+
+    first = v["geomean_speedup"]
+    child = ChildProcess(task, True, opts)
+    try:
+        child.start(opts.import_timeout_s)
+        for role, path in (("incumbent", incumbent), ("candidate", candidate)):
+            r, _ = child.request({"op": "import", "role": role, "path": str(path)}, opts.import_timeout_s)
+            if not r.get("ok"):
+                raise ChildFailed("crashed", f"re-measure: {role} failed to import: {r.get('error')}")
+        dt = getattr(torch, task.dtypes[0])
+        by_name = {e["name"]: e for e in run.shapes}
+        for shape in shapes:
+            r, wall = time_pair(child, task, ref_mod, shape, dev, opts,
+                                lambda *p, s=shape: derive_seed(secret, "remeasure", s.name, *p))
+            bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
+            entry = by_name[shape.name]
+            entry["first_speedup"] = entry.get("speedup")
+            judge_shape(run, entry, r, wall, _floor_us(ref_mod, task, shape, dev), None, dev, bm)
+        _summarise(v, run, shapes)
+        run.notes.append(f"a win above {vd.BIG_WIN}x ({first}x) was re-measured in a fresh process: "
+                         f"{v['geomean_speedup']}x; the re-measured figures are the ones reported")
+    except ChildFailed as e:
+        run.reject("timing", e.rule, f"re-measuring a big win in a fresh process failed: {e.message}")
+    finally:
+        child.close()

@@ -1,0 +1,99 @@
+"""The decision rule: from paired timings to a speedup with a noise band, and keep or revert.
+
+Speedup per shape = median(incumbent) / median(candidate), both from the same interleaved run.
+Its noise band is the half-width of a bootstrap 95% interval of that ratio (resampling the
+samples of each side), never below a floor (NOISE_FLOOR_PCT) that stands for what one run can't
+see: drift between processes and between runs. A win smaller than the band is no win.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass
+
+NOISE_FLOOR_PCT = 1.0     # smallest band ever claimed (run-to-run drift a single run can't measure)
+BIG_WIN = 1.5             # wins above this are re-measured in a fresh process before they count
+BOOTSTRAP = 400
+
+
+@dataclass
+class ShapeStats:
+    candidate_us: float
+    incumbent_us: float
+    speedup: float
+    noise_pct: float
+
+
+def median(xs: list[float]) -> float:
+    return float(statistics.median(xs)) if xs else float("nan")
+
+
+def speedup_with_band(inc: list[float], cand: list[float], seed: int = 0) -> tuple[float, float]:
+    """(speedup, noise band in %): bootstrap of median(inc)/median(cand)."""
+    if not inc or not cand:
+        return float("nan"), float("nan")
+    sp = median(inc) / max(median(cand), 1e-9)
+    rng = random.Random(seed)
+    logs = []
+    for _ in range(BOOTSTRAP):
+        mi = median([inc[rng.randrange(len(inc))] for _ in inc])
+        mc = median([cand[rng.randrange(len(cand))] for _ in cand])
+        if mi > 0 and mc > 0:
+            logs.append(math.log(mi / mc))
+    if len(logs) < 10:
+        return sp, float("nan")
+    logs.sort()
+    lo, hi = logs[int(0.025 * len(logs))], logs[int(0.975 * len(logs)) - 1]
+    half = (math.exp(hi) - math.exp(lo)) / 2 / max(math.exp((hi + lo) / 2), 1e-12) * 100
+    return sp, max(half, NOISE_FLOOR_PCT)
+
+
+def spread_pct(xs: list[float]) -> float:
+    """Relative spread (max-min)/median in % of a list of medians from repeated runs."""
+    if len(xs) < 2:
+        return 0.0
+    m = median(xs)
+    return (max(xs) - min(xs)) / m * 100 if m > 0 else float("nan")
+
+
+def geomean(values: list[float], weights: list[float]) -> float | None:
+    pairs = [(v, w) for v, w in zip(values, weights) if v and v > 0 and not math.isnan(v)]
+    if not pairs:
+        return None
+    tw = sum(w for _, w in pairs)
+    return math.exp(sum(w * math.log(v) for v, w in pairs) / tw)
+
+
+def weighted_band(bands: list[float], weights: list[float]) -> float | None:
+    """Band of a weighted geomean: bands combine like independent errors (root of weighted squares)."""
+    pairs = [(b, w) for b, w in zip(bands, weights) if b is not None and not math.isnan(b)]
+    if not pairs:
+        return None
+    tw = sum(w for _, w in pairs)
+    return max(math.sqrt(sum((w / tw) ** 2 * b * b for b, w in pairs)), NOISE_FLOOR_PCT)
+
+
+def recommend(*, correct: bool, guards_ok: bool, timing_available: bool, geomean_speedup: float | None,
+              noise_band_pct: float | None, slower_shapes: list[str], note: str = "") -> dict:
+    """keep only if correct, every guard passed, and faster beyond the noise (never on CPU)."""
+    if not correct or not guards_ok:
+        return {"action": "revert", "reason": "rejected: " + (note or "a correctness or guard check failed"),
+                "can_keep": False}
+    if not timing_available:
+        return {"action": "revert", "can_keep": True,
+                "reason": "correct, but no GPU here: timing is unavailable, so nothing is kept on speed "
+                          "(the Triton interpreter's run time says nothing about the kernel's)"}
+    if geomean_speedup is None or noise_band_pct is None:
+        return {"action": "revert", "reason": "no timing result", "can_keep": True}
+    gain = (geomean_speedup - 1) * 100
+    if gain <= noise_band_pct:
+        return {"action": "revert", "can_keep": True,
+                "reason": f"geomean speedup {geomean_speedup:.3f}x is within the noise band (±{noise_band_pct:.1f}%)"
+                          + (f"; {note}" if note else "")}
+    msg = f"faster: geomean {geomean_speedup:.3f}x, beyond the noise band (±{noise_band_pct:.1f}%)"
+    if slower_shapes:
+        msg += "; slower on " + ", ".join(slower_shapes)
+    if note:
+        msg += f"; {note}"
+    return {"action": "keep", "reason": msg, "can_keep": True}

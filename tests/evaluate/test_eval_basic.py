@@ -1,0 +1,78 @@
+"""The first version's contract: verdict keys, accept a correct candidate, reject a wrong one, CLI exits."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.evaluate import EvalOptions, evaluate
+from harness.tasks import load_task
+
+REPO = Path(__file__).resolve().parents[2]
+KEYS = {"accepted", "stage", "reasons", "task", "candidate_sha256", "device", "timing_available", "shapes",
+        "geomean_speedup", "noise_band_pct", "recommendation", "wall_s", "violations"}
+SHAPE_KEYS = {"name", "dims", "long", "correct", "error", "candidate_us", "incumbent_us", "speedup",
+              "roofline_pct", "candidate_graph_us", "incumbent_graph_us", "noise_pct"}
+
+WRONG = '''
+import torch, triton, triton.language as tl
+@triton.jit
+def _copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+def softmax(x):
+    y = torch.empty_like(x)
+    _copy[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    return y
+'''
+
+
+@pytest.fixture(scope="module")
+def softmax_task():
+    return load_task("softmax")
+
+
+def test_baseline_is_accepted_with_full_verdict(softmax_task):
+    v = evaluate(softmax_task, softmax_task.baseline_path, options=EvalOptions(on_gpu=False))
+    assert KEYS <= set(v)
+    json.dumps(v)  # JSON-serialisable
+    assert v["accepted"] is True and v["stage"] == "done" and v["reasons"] == []
+    assert v["device"] == "cpu (Triton interpreter)" and v["timing_available"] is False
+    assert [s["name"] for s in v["shapes"]] == [s.name for s in softmax_task.interpreter_shapes]
+    assert all(SHAPE_KEYS <= set(s) and s["correct"] for s in v["shapes"])
+    assert any(s["long"] for s in v["shapes"])
+    rec = v["recommendation"]
+    assert rec["action"] == "revert" and rec["can_keep"] is True and "timing is unavailable" in rec["reason"]
+
+
+def test_wrong_candidate_is_rejected_at_correctness(softmax_task, tmp_path):
+    cand = tmp_path / "wrong.py"
+    cand.write_text(WRONG)
+    v = evaluate(softmax_task, cand, options=EvalOptions(on_gpu=False, shapes=["short rows"]))
+    assert v["accepted"] is False and v["stage"] == "correctness"
+    assert {r["rule"] for r in v["reasons"]} == {"incorrect"}
+    assert v["shapes"][0]["correct"] is False and "elements off" in v["shapes"][0]["error"]
+    assert v["recommendation"] == {"action": "revert", "can_keep": False, "reason": v["recommendation"]["reason"]}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", "eval", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_exit_codes(tmp_path):
+    ok = _cli("softmax", "kernels/softmax/kernel.py", "--json", "--shapes", "odd rows")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["accepted"] is True
+    cand = tmp_path / "wrong.py"
+    cand.write_text(WRONG)
+    bad = _cli("softmax", str(cand), "--shapes", "odd rows")
+    assert bad.returncode == 1 and "REJECTED at correctness" in bad.stdout
+    assert _cli("no-such-task", str(cand)).returncode == 2
+    missing = _cli("softmax", str(tmp_path / "nope.py"))
+    assert missing.returncode == 2 and "nope.py" in missing.stderr
+    unknown_shape = _cli("softmax", str(cand), "--shapes", "no such shape")
+    assert unknown_shape.returncode == 2 and "no such shape" in unknown_shape.stderr
