@@ -1,0 +1,131 @@
+"""Static guardrails: read a candidate with tree-sitter and reject what breaks the rules, before
+it costs any GPU time. Rules come from rules packs (harness/guard/rules.py); the DSL requirement
+is the pack `dsl-<task.dsl>`, always applied; its structural checks live in harness/guard/dsl.py.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from . import dsl as _dsl
+from .pyparse import build_model, text, walk
+from .rules import (RUNTIME_CHECKS, Rule, RuleError, QueryContext, compile_rules, find_rules_pack,
+                    load_rules_pack, run_query)
+
+if TYPE_CHECKING:
+    from harness.tasks import Task
+
+SYNTAX_RULE = "python-syntax"
+
+
+@dataclass
+class Violation:
+    rule: str
+    message: str
+    line: int      # 1-based
+    col: int       # 1-based
+    snippet: str
+    severity: str = "error"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _dedupe(ids: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for i in ids:
+        if i and i not in out:
+            out.append(i)
+    return out
+
+
+def rules_for_task(task: "Task", extra: Iterable[str] = (), remove: Iterable[str] = ()) -> list[Rule]:
+    """The task's rules packs (+ extra pack ids), always with `dsl-<task.dsl>`, less `remove`
+    (pack ids or rule ids). Raises RuleError for an unknown or broken pack."""
+    remove = list(remove)
+    pack_ids = _dedupe([*task.rules, f"dsl-{task.dsl}", *extra])
+    known_rule_ids: set[str] = set()
+    rules: list[Rule] = []
+    for pid in pack_ids:
+        if pid in remove:
+            continue
+        for r in load_rules_pack(find_rules_pack(pid)):
+            known_rule_ids.add(r.id)
+            if r.id not in remove:
+                rules.append(r)
+    unknown = [x for x in remove if x not in pack_ids and x not in known_rule_ids]
+    if unknown:
+        raise RuleError(task.toml_path, None, f"cannot remove {unknown}: neither a selected pack nor one of its rules")
+    return rules
+
+
+def _snippet(source_lines: list[str], node) -> str:
+    if node.type == "module":
+        return ""
+    line = source_lines[node.start_point[0]] if node.start_point[0] < len(source_lines) else ""
+    return line.strip()[:160]
+
+
+def _syntax_violation(model) -> Violation | None:
+    root = model.root
+    if not root.has_error:
+        return None
+    for n in walk(root):
+        if n.type == "ERROR" or n.is_missing:
+            r, c = n.start_point
+            lines = model.source.decode("utf-8", "replace").splitlines()
+            return Violation(SYNTAX_RULE, "The candidate is not valid Python: fix the syntax error here.",
+                             r + 1, c + 1, lines[r].strip()[:160] if r < len(lines) else "")
+    return Violation(SYNTAX_RULE, "The candidate is not valid Python.", 1, 1, "")
+
+
+def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> list[Violation]:
+    """Static verdict on one candidate: every violation of the given rules (default: the task's).
+
+    Runtime rules are skipped here (the evaluator performs them). An empty list means accepted
+    by the static stage; warnings (severity "warning") don't reject.
+    """
+    if rules is None:
+        rules = rules_for_task(task)
+    model = build_model(source)
+    bad = _syntax_violation(model)
+    if bad is not None:
+        return [bad]
+    lines = model.source.decode("utf-8", "replace").splitlines()
+    cache: dict = {}
+    entry_ids: set[int] | None = None
+
+    def entry_fn_ids() -> set[int]:
+        nonlocal entry_ids
+        if entry_ids is None:
+            entry_ids = _dsl.entry_path_node_ids(model, task.dsl, task.entry, cache)
+        return entry_ids
+
+    ctx = QueryContext(model, entry_fn_ids)
+    out: list[Violation] = []
+    seen: set[tuple[str, int, int]] = set()
+    for rule in rules:
+        if rule.runtime:
+            continue
+        found: list[tuple] = []
+        if rule.query:
+            found = [(n, "") for n in run_query(rule, ctx)]
+        elif rule.check:
+            found = [(f.node, f.detail) for f in _dsl.run_static_check(rule.check, model, task.dsl, task.entry, cache)]
+        for node, detail in found:
+            line, col = node.start_point[0] + 1, node.start_point[1] + 1
+            if (rule.id, line, col) in seen:
+                continue
+            seen.add((rule.id, line, col))
+            msg = f"{rule.message} ({detail})" if detail else rule.message
+            out.append(Violation(rule.id, msg, line, col, _snippet(lines, node), rule.severity))
+    out.sort(key=lambda v: (v.line, v.col, v.rule))
+    return out
+
+
+def rejected(violations: list[Violation]) -> bool:
+    return any(v.severity == "error" for v in violations)
+
+
+__all__ = ["Violation", "check_source", "rules_for_task", "rejected", "Rule", "RuleError",
+           "RUNTIME_CHECKS", "compile_rules", "load_rules_pack", "find_rules_pack", "text"]

@@ -1,0 +1,389 @@
+"""A read-only model of one candidate module, built from its tree-sitter parse.
+
+What the guard needs to know about a candidate without running it: which names are imports and
+what they stand for (``import torch as t``, ``from torch import softmax as s``, ``f = torch.exp``),
+which functions exist and which of them the entry can reach (a call graph within the module), and
+the decorators of each function. Everything is flow-insensitive on purpose: a name bound two ways
+anywhere in the module is resolved to every way it is bound, so a rebinding can't hide a call.
+"""
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterator
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser, Tree
+
+LANGUAGE = Language(tree_sitter_python.language())
+_PARSER = Parser(LANGUAGE)
+_BUILTINS = frozenset(dir(builtins))
+
+# Methods a class can define that run when an instance is made or called.
+_IMPLICIT_METHODS = ("__init__", "__new__", "__call__", "forward")
+
+
+def parse(source: str | bytes) -> Tree:
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    return _PARSER.parse(data)
+
+
+def text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node under `node` (itself included), depth first, in source order."""
+    cursor = node.walk()
+    visited_children = False
+    while True:
+        if not visited_children:
+            yield cursor.node  # type: ignore[misc]
+            if cursor.goto_first_child():
+                continue
+        if cursor.goto_next_sibling():
+            visited_children = False
+        elif cursor.goto_parent():
+            visited_children = True
+            if cursor.node == node:
+                return
+        else:
+            return
+
+
+def walk_body(node: Node) -> Iterator[Node]:
+    """Nodes under `node`, not descending into nested function or class definitions."""
+    stack = list(reversed(node.children))
+    while stack:
+        n = stack.pop()
+        yield n
+        if n.type in ("function_definition", "class_definition", "decorated_definition"):
+            continue
+        stack.extend(reversed(n.children))
+
+
+def is_chain(node: Node) -> bool:
+    """True for a dotted name: an identifier or an attribute of a dotted name (or of a call)."""
+    return node.type in ("identifier", "attribute")
+
+
+def root_identifier(node: Node) -> Node | None:
+    while node.type in ("attribute", "call", "subscript"):
+        nxt = node.child_by_field_name("object") or node.child_by_field_name("function") \
+            or node.child_by_field_name("value")
+        if nxt is None:
+            return None
+        node = nxt
+    return node if node.type == "identifier" else None
+
+
+def string_value(node: Node) -> str | None:
+    """The value of a plain string literal (no f-string interpolation), else None."""
+    if node.type == "concatenated_string":
+        parts = [string_value(c) for c in node.named_children]
+        return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
+    if node.type != "string":
+        return None
+    out = []
+    for c in node.named_children:
+        if c.type == "string_content":
+            out.append(text(c))
+        elif c.type == "interpolation":
+            return None
+        elif c.type == "escape_sequence":
+            out.append(text(c))
+    return "".join(out)
+
+
+@dataclass
+class Function:
+    name: str
+    node: Node                      # the function_definition
+    decorators: list[Node]          # decorator expressions, outermost first
+    cls: str | None = None          # enclosing class name for methods
+    nested: bool = False            # defined inside another function
+
+    @property
+    def body(self) -> Node:
+        return self.node.child_by_field_name("body")  # type: ignore[return-value]
+
+
+@dataclass
+class ModuleModel:
+    source: bytes
+    tree: Tree
+    aliases: dict[str, set[str]] = field(default_factory=dict)   # name -> qualified names
+    import_nodes: list[Node] = field(default_factory=list)
+    star_imports: list[Node] = field(default_factory=list)
+    functions: dict[str, list[Function]] = field(default_factory=dict)   # module-level defs
+    methods: dict[str, list[Function]] = field(default_factory=dict)     # methods by name
+    nested: dict[str, list[Function]] = field(default_factory=dict)      # nested defs by name
+    classes: dict[str, Node] = field(default_factory=dict)
+    module_bindings: dict[str, list[Node]] = field(default_factory=dict)  # top-level binders
+    module_constants: dict[str, Node] = field(default_factory=dict)      # NAME = <literal>, bound once
+    _by_id: dict[int, Function] = field(default_factory=dict)
+    _qual_cache: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Node:
+        return self.tree.root_node
+
+    # -- resolution ---------------------------------------------------------------------
+    def qualnames(self, node: Node) -> frozenset[str]:
+        """Every fully qualified name `node` may stand for (empty if unknown).
+
+        `t.nn.functional.softmax` with `import torch as t` -> {"torch.nn.functional.softmax"};
+        a call inside a chain is kept as "()": `torch.cuda.current_stream().synchronize`.
+        `getattr(x, "lit")` resolves like `x.lit`. Builtins not rebound resolve to "builtins.<name>".
+        """
+        key = node.id
+        hit = self._qual_cache.get(key)
+        if hit is not None:
+            return hit
+        out: frozenset[str] = frozenset()
+        if node.type == "identifier":
+            name = text(node)
+            if name in self.aliases:
+                out = frozenset(self.aliases[name])
+            elif name in _BUILTINS and name not in self.module_bindings and name not in self.functions:
+                out = frozenset({f"builtins.{name}"})
+        elif node.type == "attribute":
+            obj = node.child_by_field_name("object")
+            attr = text(node.child_by_field_name("attribute"))
+            if obj is not None:
+                out = frozenset(f"{q}.{attr}" for q in self.qualnames(obj))
+        elif node.type == "call":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            if fn is not None:
+                fq = self.qualnames(fn)
+                if "builtins.getattr" in fq and args is not None:
+                    pos = [a for a in args.named_children if a.type != "comment"]
+                    if len(pos) >= 2 and string_value(pos[1]) is not None:
+                        out = frozenset(f"{q}.{string_value(pos[1])}" for q in self.qualnames(pos[0]))
+                else:
+                    out = frozenset(f"{q}()" for q in fq)
+        elif node.type == "parenthesized_expression" and node.named_children:
+            out = self.qualnames(node.named_children[0])
+        self._qual_cache[key] = out
+        return out
+
+    def qualname(self, node: Node) -> str | None:
+        qs = self.qualnames(node)
+        return min(qs) if qs else None
+
+    def function_of(self, node: Node) -> Function | None:
+        return self._by_id.get(node.id)
+
+    def enclosing_function(self, node: Node) -> Function | None:
+        n = node.parent
+        while n is not None:
+            if n.type == "function_definition":
+                return self._by_id.get(n.id)
+            n = n.parent
+        return None
+
+    def decorator_qualnames(self, fn: Function) -> set[str]:
+        out: set[str] = set()
+        for d in fn.decorators:
+            target = d.child_by_field_name("function") if d.type == "call" else d
+            if target is not None:
+                out |= self.qualnames(target)
+        return out
+
+    def all_functions(self) -> Iterator[Function]:
+        yield from self._by_id.values()
+
+    # -- call graph ---------------------------------------------------------------------
+    def callees(self, fn: Function) -> list[Function]:
+        """Functions `fn` may call or hand on: referenced by name, instantiated, or as methods."""
+        out: list[Function] = []
+        for n in walk(fn.body):
+            if n.type == "identifier":
+                name = text(n)
+                parent = n.parent
+                # `obj.name` is an attribute: handled below as a method reference.
+                if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == n:
+                    continue
+                if name in self.aliases and not self.functions.get(name):
+                    continue
+                out += self.functions.get(name, [])
+                out += self.nested.get(name, [])
+                if name in self.classes:
+                    for m in _IMPLICIT_METHODS:
+                        out += [f for f in self.methods.get(m, []) if f.cls == name]
+            elif n.type == "attribute":
+                out += self.methods.get(text(n.child_by_field_name("attribute")), [])
+        return out
+
+    def reachable(self, roots: list[Function], stop=lambda f: False) -> list[Function]:
+        """The closure of `roots` under callees(); functions where stop(f) are kept but not entered."""
+        seen: dict[int, Function] = {}
+        todo = list(roots)
+        while todo:
+            f = todo.pop()
+            if f.node.id in seen:
+                continue
+            seen[f.node.id] = f
+            if not stop(f):
+                todo.extend(self.callees(f))
+        return list(seen.values())
+
+
+def _decorators(defn: Node) -> list[Node]:
+    parent = defn.parent
+    if parent is None or parent.type != "decorated_definition":
+        return []
+    return [d.named_children[0] for d in parent.children if d.type == "decorator" and d.named_children]
+
+
+def _add_alias(model: ModuleModel, name: str, qual: str) -> None:
+    model.aliases.setdefault(name, set()).add(qual)
+
+
+def _collect_imports(model: ModuleModel, node: Node) -> None:
+    model.import_nodes.append(node)
+    if node.type == "import_statement":
+        for c in node.named_children:
+            if c.type == "dotted_name":
+                full = text(c)
+                _add_alias(model, full.split(".")[0], full.split(".")[0])
+            elif c.type == "aliased_import":
+                _add_alias(model, text(c.child_by_field_name("alias")), text(c.child_by_field_name("name")))
+    elif node.type == "import_from_statement":
+        mod_node = node.child_by_field_name("module_name")
+        mod = text(mod_node)
+        for c in node.named_children:
+            if c == mod_node:
+                continue
+            if c.type == "wildcard_import":
+                model.star_imports.append(node)
+            elif c.type == "dotted_name":
+                _add_alias(model, text(c).split(".")[-1], f"{mod}.{text(c)}")
+            elif c.type == "aliased_import":
+                _add_alias(model, text(c.child_by_field_name("alias")),
+                           f"{mod}.{text(c.child_by_field_name('name'))}")
+    elif node.type == "future_import_statement":
+        pass
+
+
+_LITERALS = ("true", "false", "none", "integer", "float", "string")
+
+
+def build_model(source: str | bytes) -> ModuleModel:
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    tree = parse(data)
+    model = ModuleModel(source=data, tree=tree)
+    assigns: list[tuple[Node, Node]] = []   # (target identifier, value) for alias resolution
+    const_counts: dict[str, int] = {}
+    for n in walk(tree.root_node):
+        t = n.type
+        if t in ("import_statement", "import_from_statement", "future_import_statement"):
+            _collect_imports(model, n)
+        elif t == "function_definition":
+            name = text(n.child_by_field_name("name"))
+            scope = n.parent.parent if n.parent is not None and n.parent.type == "decorated_definition" else n.parent
+            # scope is the block (or module) holding the def
+            owner = scope.parent if scope is not None and scope.type == "block" else None
+            fn = Function(name, n, _decorators(n))
+            if owner is None:
+                model.functions.setdefault(name, []).append(fn)
+            elif owner.type == "class_definition":
+                fn.cls = text(owner.child_by_field_name("name"))
+                model.methods.setdefault(name, []).append(fn)
+            else:
+                fn.nested = True
+                model.nested.setdefault(name, []).append(fn)
+            model._by_id[n.id] = fn
+        elif t == "class_definition":
+            model.classes[text(n.child_by_field_name("name"))] = n
+        elif t == "assignment":
+            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+            if left is not None and left.type == "identifier" and right is not None:
+                assigns.append((left, right))
+    # Module-level binders (for "is the entry rebound?" and for builtins shadowing).
+    for stmt in tree.root_node.named_children:
+        s = stmt.named_children[0] if stmt.type == "decorated_definition" and stmt.named_children else stmt
+        for binder in _binders(s):
+            model.module_bindings.setdefault(text(binder), []).append(stmt)
+        if s.type == "expression_statement" and s.named_children and s.named_children[0].type == "assignment":
+            a = s.named_children[0]
+            left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+            if left is not None and left.type == "identifier":
+                name = text(left)
+                const_counts[name] = const_counts.get(name, 0) + 1
+                if right is not None and right.type in _LITERALS:
+                    model.module_constants[name] = right
+    for name, k in const_counts.items():
+        if k > 1:
+            model.module_constants.pop(name, None)
+    # `f = torch.exp` / `k = _kernel`: a name bound to a dotted name stands for it too.
+    # Iterate, since `a = torch; b = a.exp` needs two rounds.
+    for _ in range(4):
+        found: list[tuple[str, frozenset[str]]] = []
+        for left, right in assigns:
+            if right.type not in ("identifier", "attribute", "call", "parenthesized_expression"):
+                continue
+            if right.type == "call":
+                fnode = right.child_by_field_name("function")
+                if fnode is None or "builtins.getattr" not in model.qualnames(fnode):
+                    continue
+            found.append((text(left), model.qualnames(right)))
+        changed = False
+        for name, qs in found:
+            for q in qs:
+                if q != f"builtins.{name}" and q not in model.aliases.get(name, ()):
+                    _add_alias(model, name, q)
+                    changed = True
+        model._qual_cache.clear()
+        if not changed:
+            break
+    model._qual_cache.clear()
+    return model
+
+
+def _binders(stmt: Node) -> list[Node]:
+    """Identifiers a top-level statement binds."""
+    t = stmt.type
+    if t in ("function_definition", "class_definition"):
+        n = stmt.child_by_field_name("name")
+        return [n] if n is not None else []
+    if t == "expression_statement" and stmt.named_children:
+        a = stmt.named_children[0]
+        if a.type in ("assignment", "augmented_assignment"):
+            left = a.child_by_field_name("left")
+            if left is None:
+                return []
+            if left.type == "identifier":
+                return [left]
+            if left.type in ("pattern_list", "tuple_pattern"):
+                return [c for c in left.named_children if c.type == "identifier"]
+        return []
+    if t == "import_statement":
+        out = []
+        for c in stmt.named_children:
+            if c.type == "dotted_name" and c.named_children:
+                out.append(c.named_children[0])
+            elif c.type == "aliased_import":
+                out.append(c.child_by_field_name("alias"))
+        return [o for o in out if o is not None]
+    if t == "import_from_statement":
+        mod = stmt.child_by_field_name("module_name")
+        out = []
+        for c in stmt.named_children:
+            if c == mod:
+                continue
+            if c.type == "dotted_name" and c.named_children:
+                out.append(c.named_children[-1])
+            elif c.type == "aliased_import":
+                out.append(c.child_by_field_name("alias"))
+        return [o for o in out if o is not None]
+    return []
+
+
+@lru_cache(maxsize=64)
+def cached_model(source: bytes) -> ModuleModel:
+    return build_model(source)
