@@ -61,9 +61,15 @@ def _pack_files(p: Pack) -> list[tuple[str, str]]:
     return [(name, p.file_text(name).strip("\n")) for name in p.files]
 
 
-def _pack_header(p: Pack) -> str:
+def _attr(v: str) -> str:
+    return v.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def _pack_open(p: Pack) -> str:
+    # Packs are markdown with their own headings; XML-style tags keep each one's bounds unambiguous.
     src = "; ".join(p.sources) if p.sources else "none named"
-    return f"## {p.title}\n(pack {p.id} {p.version}, {p.kind}; sources: {src})"
+    return (f'<pack id="{p.id}" kind="{p.kind}" version="{p.version}" title="{_attr(p.title)}">\n'
+            f"sources: {src}")
 
 
 def _render_packs(packs: Sequence[Pack], keep_n: int | None = None
@@ -78,11 +84,11 @@ def _render_packs(packs: Sequence[Pack], keep_n: int | None = None
         body = []
         for i, (q, name, text) in enumerate(entries):
             if q is p:
-                body.append(f"### {p.id}/{name}\n{text}" if i < n else
-                            f"### {p.id}/{name}\n[cut to fit the token budget: "
-                            f"~{estimate_tokens(text)} tokens left out]")
+                body.append(f'<file path="{p.id}/{name}">\n{text}\n</file>' if i < n else
+                            f'<file path="{p.id}/{name}">[cut to fit the token budget: '
+                            f"~{estimate_tokens(text)} tokens left out]</file>")
         if body or p.kind != "rules":
-            out.append("\n\n".join([_pack_header(p)] + body))
+            out.append("\n".join([_pack_open(p)] + body + ["</pack>"]))
     cut = [f"pack file {p.id}/{name} (~{estimate_tokens(text)} tokens)"
            for p, name, text in reversed(entries[n:])]
     cut_files: dict[str, list[str]] = {}
@@ -166,7 +172,7 @@ def _fmt_num(x: float) -> str:
 
 def _roofline(task: Any, packs: Sequence[Pack]) -> dict[str, str]:
     """Per shape: bytes moved, flops, intensity and, when a hardware pack gives `specs`
-    (hbm_tb_s, bf16_tflops), the time floor those imply. Empty when the task defines neither."""
+    (hbm_tb_s, bf16_dense_tflops), the time floor those imply. Empty when the task defines neither."""
     try:
         import torch
 
@@ -197,8 +203,8 @@ def _roofline(task: Any, packs: Sequence[Pack]) -> dict[str, str]:
                 floor = max(floor, b / (specs["hbm_tb_s"] * 1e12))
         if f is not None:
             parts.append(f"{_fmt_num(f)} flop")
-            if specs.get("bf16_tflops"):
-                floor = max(floor, f / (specs["bf16_tflops"] * 1e12))
+            if specs.get("bf16_dense_tflops"):
+                floor = max(floor, f / (specs["bf16_dense_tflops"] * 1e12))
         if b and f:
             parts.append(f"{f / b:.3g} flop/B")
         if floor:

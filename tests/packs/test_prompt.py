@@ -14,7 +14,7 @@ INCUMBENT = TASK.baseline_path.read_text()
 @pytest.fixture
 def packs(tmp_path, write_pack):
     hw = write_pack(tmp_path, "hw", files={"a.md": "HW-A " * 200, "b.md": "HW-B " * 200},
-                    extra='applies_to = { arch = ["sm_90"] }\n[specs]\nhbm_tb_s = 4.0\nbf16_tflops = 800\n')
+                    extra='applies_to = { arch = ["sm_90"] }\n[specs]\nhbm_tb_s = 4.0\nbf16_dense_tflops = 800\n')
     model = write_pack(tmp_path, "mdl", kind="model", files={"m.md": "MODEL-M " * 200})
     rules = write_pack(tmp_path, "rls", kind="rules", sources="[]", files={"r.md": "RULES-R " * 200})
     # never-do lists come from [[rule]] tables; written raw here so this test does not depend on the
@@ -41,7 +41,8 @@ def test_sections_in_stable_order(packs):
     p = build_prompt(TASK, INCUMBENT, [packs["rls"], packs["mdl"], packs["hw"]], history(3),
                      ["try a persistent kernel"], "Attempt #3 was reverted.")
     u = p.user
-    order = ["### hw/a.md", "### hw/b.md", "### mdl/m.md", "### rls/r.md", "# Task: softmax",
+    order = ['<pack id="hw"', '<file path="hw/a.md">', '<file path="hw/b.md">', "</pack>",
+             '<file path="mdl/m.md">', '<file path="rls/r.md">', "# Task: softmax",
              "def softmax(x)", "Tolerances: bfloat16: atol 0.002", "long rows 128k", "def reference(x)",
              "# Standing directions", "try a persistent kernel", "# Incumbent", INCUMBENT.strip()[:40],
              "# History", "#3 reverted", "the person said: too risky", "# Feedback on the last attempt"]
