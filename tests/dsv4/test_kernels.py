@@ -1,0 +1,195 @@
+"""DeepSeek V4 tasks: loading (null-output check), baselines vs references in the Triton
+interpreter, tolerances that admit the real kernels' precision and refuse wrong semantics."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.tasks import TaskError, Tolerance, check_null_outputs_fail, compare, load_module, load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress"]
+BF = torch.bfloat16
+# The interpreter evaluates both sides of tl.where: exp(-inf - -inf) warns in numpy, is discarded.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+
+
+def parts(name):
+    t = load_task(name)  # runs check_null_outputs_fail
+    return t, t.load_reference(), load_module(t.baseline_path, f"test_kernel_{name}")
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_loads_with_deepseek_pack_and_shapes(name):
+    t = load_task(name)
+    assert t.models == ["deepseek-v4"] and "long-context" in t.rules
+    if name != "dsv4_compress":
+        ctxs = {s.dims["ctx"] for s in t.shapes}
+        assert {8192, 65536, 262144, 1048576} <= ctxs
+        assert any(s.long and s.dims["ctx"] == 1048576 for s in t.shapes)
+        assert any(s.long for s in t.interpreter_shapes)
+    ref = t.load_reference()
+    assert all(ref.bytes_moved(s.dims, BF) > 0 and ref.flops(s.dims) > 0 for s in t.shapes)
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_loose_tolerance_is_refused(name):
+    t = load_task(name)
+    loose = dataclasses.replace(t, tolerance={"bfloat16": Tolerance(1e3, 1e3)})
+    if name == "dsv4_indexer_topk":
+        # Index outputs: zeros repeat index 0, so even a huge score tolerance refuses them.
+        check_null_outputs_fail(loose)
+    else:
+        with pytest.raises(TaskError, match="too loose"):
+            check_null_outputs_fail(loose)
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_baseline_matches_reference_on_interpreter_shapes(name):
+    t, ref, k = parts(name)
+    fn = getattr(k, t.entry)
+    for shape in t.interpreter_shapes:
+        inputs = ref.make_inputs(shape.dims, BF, 11, "cpu")
+        saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        out = fn(*inputs)
+        assert compare(t, ref, out, ref.reference(*saved), saved, "bfloat16") is None, shape.name
+        for a, b in zip(inputs, saved):  # the baseline must not write its inputs
+            assert not isinstance(a, torch.Tensor) or torch.equal(a, b)
+
+
+def test_decode_baseline_splits_the_key_axis_at_small_batch():
+    t, ref, k = parts("dsv4_hca_decode")
+    inputs = ref.make_inputs(t.interpreter_shapes[-1].dims, BF, 0, "cpu")
+    k.dsv4_hca_decode(*inputs)
+    assert k.last_launch["splits"] > 1
+
+
+# ---- decode tolerances: the DS kernel's precision passes, wrong semantics fail ----
+
+def _decode_variant(m, inputs, *, bf16_p=False, sink=True, window=True, derotate=True):
+    q, kvw, wl, comp, sel, sinks, cos, sin = inputs
+    B, H, d = q.shape
+    W = kvw.shape[1]
+    if sel.dtype == torch.int32 and sel.dim() == 2:      # CSA: gather the chosen entries
+        rows = torch.gather(comp, 1, sel.clamp(min=0).long()[..., None].expand(-1, -1, d))
+        valid_c = sel >= 0
+    else:                                                 # HCA: every visible entry
+        rows = comp
+        valid_c = torch.arange(comp.shape[1])[None, :] < sel[:, None]
+    kv = torch.cat([kvw, rows], 1).float()
+    valid = torch.cat([(torch.arange(W)[None, :] < wl[:, None]) & window, valid_c], 1)
+    lg = torch.einsum("bhd,btd->bht", q.float(), kv) * d ** -0.5
+    lg = lg.masked_fill(~valid[:, None], float("-inf"))
+    mx = torch.maximum(lg.amax(-1), sinks[None]) if sink else lg.amax(-1)
+    p = torch.exp(lg - mx[..., None])
+    den = p.sum(-1) + (torch.exp(sinks[None] - mx) if sink else 0)
+    if bf16_p:
+        p = p.to(BF).float()
+    o = torch.einsum("bht,btd->bhd", p, kv) / den[..., None]
+    if derotate:
+        o = m.apply_rope(o, cos[:, None], sin[:, None], inverse=True)
+    return o.to(BF)
+
+
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_hca_decode"])
+def test_decode_tolerance_admits_bf16_p_and_refuses_wrong_semantics(name):
+    t = load_task(name)
+    m = t.load_reference()
+    for seed in range(4):
+        for shape in t.interpreter_shapes:
+            inputs = m.make_inputs(shape.dims, BF, seed, "cpu")
+            exp = m.reference(*inputs)
+            assert compare(t, m, _decode_variant(m, inputs, bf16_p=True), exp, inputs, "bfloat16") is None
+    inputs = m.make_inputs(t.interpreter_shapes[-1].dims, BF, 0, "cpu")
+    exp = m.reference(*inputs)
+    for wrong in (dict(sink=False), dict(window=False), dict(derotate=False)):
+        assert compare(t, m, _decode_variant(m, inputs, **wrong), exp, inputs, "bfloat16") is not None, wrong
+
+
+# ---- indexer compare ----
+
+def _indexer():
+    t = load_task("dsv4_indexer_topk")
+    m = t.load_reference()
+    inputs = m.make_inputs(t.interpreter_shapes[1].dims, BF, 4, "cpu")  # topk between lengths
+    return t, m, inputs, m.reference(*inputs)
+
+
+def test_indexer_compare_admits_bf16_scores_and_any_order():
+    t, m, inputs, exp = _indexer()
+    q, w, k, nv, topk = inputs
+    sc = m.scores(q, w, k, nv).to(BF).float()   # DS scores in bf16
+    idx = sc.topk(min(topk, sc.shape[1]), dim=1).indices
+    keep = torch.arange(idx.shape[1])[None] < nv[:, None]
+    out = torch.full_like(exp, -1)
+    out[:, :idx.shape[1]] = torch.where(keep, idx, -1).to(torch.int32)
+    assert compare(t, m, out, exp, inputs, "bfloat16") is None
+    # Any order of the chosen set is fine.
+    perm = exp.clone()
+    for b in range(perm.shape[0]):
+        n = int((perm[b] >= 0).sum())
+        perm[b, :n] = perm[b, :n][torch.randperm(n)]
+    assert compare(t, m, perm, exp, inputs, "bfloat16") is None
+
+
+def test_indexer_compare_refuses_wrong_choices():
+    t, m, inputs, exp = _indexer()
+    q, w, k, nv, topk = inputs
+    full = int(torch.argmax((nv >= topk).int()))  # a row with more visible entries than topk
+    assert int(nv[full]) > topk
+    short = int(torch.argmin(nv))
+    cases = {}
+    o = exp.clone(); o[full, 0] = o[full, 1]; cases["duplicate"] = o
+    o = exp.clone(); o[full, 0] = int(nv[full]); cases["invisible"] = o
+    o = exp.clone(); o[short, -1] = 0; cases["no -1 padding"] = o
+    sc = m.scores(q, w, k, nv)
+    worst = sc[full].masked_fill(~torch.isfinite(sc[full]), float("inf")).argsort()[:topk]
+    o = exp.clone(); o[full] = worst.to(torch.int32); cases["low scores"] = o
+    for label, o in cases.items():
+        assert compare(t, m, o, exp, inputs, "bfloat16") is not None, label
+    # Ignoring the causal limit: the invisible (garbage) rows win.
+    nv_all = torch.full_like(nv, k.shape[1])
+    o = m.reference(q, w, k, nv_all, topk)
+    assert compare(t, m, o, exp, inputs, "bfloat16") is not None
+
+
+# ---- compressor tolerance ----
+
+def test_compress_tolerance_refuses_wrong_semantics():
+    t = load_task("dsv4_compress")
+    m = t.load_reference()
+    kv, sc, w, c, s, ov = m.make_inputs(t.interpreter_shapes[0].dims, BF, 2, "cpu")
+    exp = m.reference(kv, sc, w, c, s, ov)
+    r, d = 4, w.shape[0]
+    wrong = {
+        "no overlap halves": m.finish((kv[:, 4:, d:] * sc[:, 4:, d:].softmax(1)).sum(1), w, c, s),
+        "mean, not softmax": m.finish(torch.cat([kv[:, :r, :d], kv[:, r:, d:]], 1).mean(1), w, c, s),
+        "no norm weight": m.finish(m.pool(kv, sc, ov), torch.ones_like(w), c, s),
+        "RoPE at pos+1": m.finish(m.pool(kv, sc, ov), w, *m.rope_cos_sin(torch.full((kv.shape[0],), 5))),
+    }
+    for label, o in wrong.items():
+        assert compare(t, m, o, exp, (kv, sc, w, c, s, ov), "bfloat16") is not None, label
+
+
+# ---- the end-to-end step ----
+
+def test_e2e_step_kernels_match_references_across_compression_boundaries():
+    sys.path.insert(0, str(ROOT / "kernels" / "dsv4_decode_step"))
+    import e2e
+
+    kern = e2e.DecodeStep("tiny", 768, 2, "cpu", e2e.load_impl("kernel"), min_ctx=127)
+    refr = e2e.clone_state(kern, e2e.load_impl("reference"))
+    assert kern.pos.tolist() == [126, 703]  # the first sequence closes an HCA window at step 2
+    comp_before = kern.hca_comp.clone()
+    for _ in range(2):
+        (ck, hk), (cr, hr) = kern.step(), refr.step()
+        torch.testing.assert_close(ck.float(), cr.float(), atol=1e-2, rtol=2e-2)
+        torch.testing.assert_close(hk.float(), hr.float(), atol=1e-2, rtol=2e-2)
+    assert not torch.equal(kern.hca_comp[0, 0], comp_before[0, 0])  # entry 0 written at pos 127
+    torch.testing.assert_close(kern.hca_comp.float(), refr.hca_comp.float(), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(kern.csa_comp.float(), refr.csa_comp.float(), atol=2e-2, rtol=2e-2)
+    assert kern.pos.tolist() == [128, 705]
