@@ -1,0 +1,58 @@
+"""`warpsmith e2e SESSION... [--workload TASK]`: stack sessions' best kernels into one workload.
+
+Each session contributes its exported dispatcher (task with buckets) or its best kernel; the
+workload (a task's e2e.py) runs with none, each alone, and all of them plugged in."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("e2e", help="stack several sessions' best kernels into one end-to-end workload and time it")
+    p.add_argument("sessions", nargs="+", help="session ids (or unique prefixes)")
+    p.add_argument("--workload", default=None,
+                   help="task whose e2e.py to run (default: the first session's task that has one)")
+    p.add_argument("--reps", type=int, default=20, help="graph replays per round")
+    p.add_argument("--rounds", type=int, default=6, help="interleaved rounds")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_e2e)
+
+
+def cmd_e2e(args) -> int:
+    from harness.e2e import E2EError, format_stack, session_kernel, stack
+    from harness.session import Session, SessionError
+    from harness.tasks import TaskError, load_task
+
+    kernels, tasks, lines = {}, [], []
+    with tempfile.TemporaryDirectory(prefix="warpsmith-e2e-") as tmp:
+        try:
+            for sid in args.sessions:
+                task, fn, what = session_kernel(Session.open(sid), Path(tmp))
+                if task.name in kernels:
+                    print(f"warpsmith: two sessions of task {task.name}; give one per task", file=sys.stderr)
+                    return 2
+                kernels[task.name] = fn
+                tasks.append(task)
+                lines.append(f"  {task.name}: {what} of session {sid}")
+            if args.workload:
+                wtask = load_task(args.workload, check_null=False)
+            else:
+                wtask = next((t for t in tasks if t.e2e), None)
+                if wtask is None:
+                    print("warpsmith: none of these sessions' tasks names an e2e workload (task.toml `e2e = \"e2e.py\"`); "
+                          "pass --workload TASK", file=sys.stderr)
+                    return 2
+            result = stack(wtask, kernels, reps=args.reps, rounds=args.rounds)
+        except (SessionError, TaskError, E2EError) as e:
+            print(f"warpsmith: {e}", file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        print("kernels:\n" + "\n".join(lines))
+        print("\n".join(format_stack(result)))
+    return 0 if all(r["correct"] for r in result["rows"]) else 1

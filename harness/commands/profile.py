@@ -1,0 +1,41 @@
+"""`warpsmith profile TASK [CANDIDATE] [--json]`: memory / compute / launch bound, shape by shape."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="per shape: memory-, compute- or launch-bound (bytes and flops vs ceilings)")
+    p.add_argument("task", help="task name or folder")
+    p.add_argument("candidate", nargs="?", default=None, help="candidate .py (default: the task's kernel.py)")
+    p.add_argument("--shapes", default="", help="comma-separated shape names (default: all)")
+    p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even when ncu is on PATH")
+    p.add_argument("--json", action="store_true", help="print the profile as one JSON object")
+    p.set_defaults(func=cmd_profile)
+
+
+def cmd_profile(args) -> int:
+    from harness.profile import format_profile, profile_task
+    from harness.tasks import TaskError, load_task
+
+    try:
+        task = load_task(args.task, check_null=False)
+    except TaskError as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
+    if args.candidate and not Path(args.candidate).is_file():
+        print(f"warpsmith: {args.candidate}: no such candidate file", file=sys.stderr)
+        return 2
+    wanted = [s for s in args.shapes.split(",") if s]
+    unknown = [s for s in wanted if s not in {x.name for x in task.shapes}]
+    if unknown:
+        print(f"warpsmith: {task.toml_path}: no shape(s) {unknown}; known: {[s.name for s in task.shapes]}",
+              file=sys.stderr)
+        return 2
+    p = profile_task(task, Path(args.candidate) if args.candidate else None, wanted or None,
+                     use_ncu=not args.no_ncu)
+    print(json.dumps(p, indent=2, default=str) if args.json else "\n".join(format_profile(p)))
+    return 0

@@ -1,0 +1,37 @@
+"""`warpsmith report SESSION -o report.html [--format md]`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a session's report (plots, outcomes, provenance, final diff)")
+    p.add_argument("session", help="session id (or a unique prefix) under ./.warpsmith/sessions")
+    p.add_argument("-o", "--output", default=None, help="output file (default: report.html / report.md)")
+    p.add_argument("--format", choices=["html", "md"], default=None,
+                   help="html (one offline file, images embedded) or md (PNGs in <name>_files/); default from -o")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args) -> int:
+    from harness.session import Session, SessionError
+
+    fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "html")
+    out = Path(args.output or f"report.{fmt}")
+    try:
+        session = Session.open(args.session)
+    except SessionError as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("warpsmith: report needs matplotlib (pip install matplotlib)", file=sys.stderr)
+        return 2
+    from harness.report import write_report
+
+    write_report(session, out, fmt)
+    print(f"wrote {fmt} report of session {session.id} to {out}")
+    return 0

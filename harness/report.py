@@ -1,0 +1,362 @@
+"""`warpsmith report SESSION -o report.html [--format md]`: what a session did, readable offline.
+
+Everything comes from the session folder: the journal (proposals, verdicts, decisions, bucket keeps,
+prompt packs) and the git repository (baseline and best sources). Plots are matplotlib (Agg), embedded
+as base64 PNG in the HTML so the file opens anywhere with no network; the markdown form writes the
+PNGs beside it. Speedups are the evaluator's: each candidate against the incumbent of its time, so the
+best-so-far curve is the product of the kept steps' speedups.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.workspace import unified_diff
+
+OUTCOME_COLORS = {"kept": "#2a9d8f", "kept for buckets": "#8ab17d", "reverted": "#e9c46a",
+                  "incorrect": "#e76f51", "crashed": "#6d597a"}
+
+
+@dataclass
+class Step:
+    iteration: int
+    commit: str = ""
+    description: str = ""
+    agent: str = ""
+    model: str = ""
+    verdict: dict = field(default_factory=dict)
+    action: str = ""  # keep | revert | "" (undecided)
+    by: str = ""
+    override: bool = False
+    reason: str = ""
+    packs: list[dict] = field(default_factory=list)
+    buckets: list[str] = field(default_factory=list)  # bucket-limited keep
+
+    @property
+    def speedup(self) -> float | None:
+        g = self.verdict.get("geomean_speedup")
+        return float(g) if isinstance(g, (int, float)) and g > 0 else None
+
+    @property
+    def outcome(self) -> str:
+        """kept | kept for buckets | reverted | incorrect | crashed | rejected: <rule>."""
+        if self.action == "keep":
+            return "kept"
+        if self.buckets:
+            return "kept for buckets"
+        v = self.verdict
+        if v.get("accepted"):
+            return "reverted"
+        stage = v.get("stage", "")
+        rules = [r.get("rule", "") for r in v.get("reasons", []) if r.get("rule")]
+        rules += [x.get("rule", "") for x in v.get("violations", []) if x.get("rule")]
+        if set(rules) & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
+            return "crashed"
+        if stage == "correctness":
+            return "incorrect"
+        return f"rejected: {rules[0] if rules else stage or 'unknown'}"
+
+
+def collect(session) -> list[Step]:
+    steps: dict[int, Step] = {}
+
+    def step(it: int) -> Step:
+        return steps.setdefault(it, Step(it))
+
+    for r in session.journal.read():
+        kind, it = r.get("kind"), r.get("iteration")
+        if not isinstance(it, int):
+            continue
+        if kind == "CandidateProposed":
+            s = step(it)
+            s.commit, s.description = r.get("commit", ""), r.get("description", "")
+            s.agent, s.model = r.get("agent", ""), r.get("model", "")
+        elif kind == "EvalResult":
+            step(it).verdict = r.get("verdict") or {}
+        elif kind == "Decision":
+            s = step(it)
+            s.action, s.by, s.override, s.reason = r["action"], r.get("by", ""), bool(r.get("override")), r.get("reason", "")
+            s.commit = s.commit or r.get("commit", "")
+        elif kind == "PromptPacks":
+            step(it).packs = list(r.get("packs") or [])
+        elif kind == "BucketKeep":
+            step(it).buckets = list(r.get("buckets") or [])
+    return [steps[k] for k in sorted(steps) if steps[k].commit or steps[k].verdict]
+
+
+# -- plots ------------------------------------------------------------------------------------
+
+def _fig_png(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display over SSH; must precede pyplot
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_progress(steps: list[Step]) -> bytes:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    best, xs, ys = 1.0, [0], [1.0]
+    for s in steps:
+        if s.action == "keep" and s.speedup:
+            best *= s.speedup
+        xs.append(s.iteration)
+        ys.append(best)
+    timed = [s for s in steps if s.speedup]
+    if timed:
+        for outcome in sorted({s.outcome for s in timed}):
+            pts = [s for s in timed if s.outcome == outcome]
+            ax.scatter([s.iteration for s in pts], [s.speedup for s in pts], s=18, label=f"{outcome} (vs incumbent)",
+                       color=OUTCOME_COLORS.get(outcome, "#999999"), zorder=3)
+        ax.step(xs, ys, where="post", color="#264653", lw=2, label="best so far (vs baseline)")
+        ax.axhline(1.0, color="#aaaaaa", lw=0.8, ls="--")
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, "timing unavailable in this session\n(Triton interpreter: no kernel speeds)",
+                ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("geomean speedup")
+    ax.set_title("Best speedup over iterations")
+    return _fig_png(fig)
+
+
+def shape_times(steps: list[Step]) -> list[dict]:
+    """Per shape: the baseline's time (incumbent of the first timed verdict), the best's (last kept),
+    and the roofline floor (time x roofline% of the best measurement)."""
+    first = next((s for s in steps if any(sh.get("incumbent_us") for sh in s.verdict.get("shapes", []))), None)
+    last = next((s for s in reversed(steps) if s.action == "keep" and s.verdict.get("shapes")), None)
+    rows: dict[str, dict] = {}
+    for sh in (first.verdict.get("shapes", []) if first else []):
+        rows.setdefault(sh["name"], {"name": sh["name"]})["baseline_us"] = sh.get("incumbent_us")
+    for sh in (last.verdict.get("shapes", []) if last else []):
+        row = rows.setdefault(sh["name"], {"name": sh["name"]})
+        row["best_us"] = sh.get("candidate_us")
+        pct = sh.get("roofline_pct")
+        if isinstance(pct, (int, float)) and pct > 0 and sh.get("candidate_us"):
+            row["floor_us"] = sh["candidate_us"] * pct / 100.0
+    return list(rows.values())
+
+
+def plot_shapes(rows: list[dict]) -> bytes:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    if any(r.get("baseline_us") or r.get("best_us") for r in rows):
+        n = len(rows)
+        w = 0.27
+        for k, (key, label, color) in enumerate([("baseline_us", "baseline", "#adb5bd"), ("best_us", "best", "#2a9d8f"),
+                                                 ("floor_us", "roofline floor", "#264653")]):
+            vals = [r.get(key) or 0 for r in rows]
+            ax.bar([i + (k - 1) * w for i in range(n)], vals, w, label=label, color=color)
+        ax.set_xticks(range(n))
+        ax.set_xticklabels([r["name"] for r in rows], rotation=20, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("time per call (us, log)")
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no per-shape times (timing unavailable)", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title("Per-shape times against the roofline")
+    return _fig_png(fig)
+
+
+def outcome_counts(steps: list[Step]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for s in steps:
+        if s.action or s.verdict:
+            counts[s.outcome] = counts.get(s.outcome, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def plot_outcomes(counts: dict[str, int]) -> bytes:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 0.5 + 0.4 * max(1, len(counts))))
+    labels = list(counts) or ["(no decisions)"]
+    vals = [counts[k] for k in counts] or [0]
+    ax.barh(labels, vals, color=[OUTCOME_COLORS.get(k, "#f4a261") for k in labels])
+    for i, v in enumerate(vals):
+        ax.text(v, i, f" {v}", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("candidates")
+    ax.set_title("Outcomes (rejections by the rule that stopped them)")
+    return _fig_png(fig)
+
+
+# -- the document --------------------------------------------------------------------------------
+
+@dataclass
+class Report:
+    title: str
+    summary: list[tuple[str, str]]
+    plots: list[tuple[str, str, bytes]]  # (name, caption, png)
+    kept: list[dict]
+    steps: list[dict]
+    buckets: list[dict]
+    diff: str
+
+
+def _packs(p: list[dict]) -> str:
+    return ", ".join(f"{x.get('id')}@{x.get('version')}#{str(x.get('sha256', ''))[:8]}" for x in p) or "-"
+
+
+def build_report(session) -> Report:
+    from harness.dispatch import bucket_keeps
+
+    steps = collect(session)
+    ws = session.workspace
+    records = session.journal.read()
+    started = next((r for r in records if r.get("kind") == "SessionStarted"), {})
+    baseline = ws.git("rev-parse", "refs/candidates/0000")
+    best = ws.best
+    total = 1.0
+    kept = []
+    for s in steps:
+        if s.action == "keep" or s.buckets:
+            if s.action == "keep" and s.speedup:
+                total *= s.speedup
+            kept.append({"iteration": s.iteration, "commit": s.commit[:10], "what": "kept" if s.action == "keep"
+                         else "buckets: " + ", ".join(s.buckets), "speedup": s.speedup,
+                         "model": f"{s.agent}:{s.model}" if s.model else s.agent, "packs": _packs(s.packs),
+                         "by": s.by + (" (override)" if s.override else ""), "description": s.description})
+    timed = any(s.speedup for s in steps)
+    counts = outcome_counts(steps)
+    summary = [("session", session.id), ("task", session.meta.task), ("agent", session.meta.agent),
+               ("device", str(started.get("device", "?"))),
+               ("created", time.strftime("%Y-%m-%d %H:%M", time.localtime(session.meta.created))),
+               ("candidates", str(len(steps))), ("kept", str(sum(1 for s in steps if s.action == "keep"))),
+               ("best vs baseline", f"{total:.3f}x (product of kept steps' geomean speedups)" if timed
+                else "timing unavailable (Triton interpreter)"),
+               ("best commit", best[:12])]
+    try:
+        diff = unified_diff(ws.source(baseline), ws.source(best), "baseline/kernel.py", "best/kernel.py")
+    except Exception as e:  # a damaged repo should not stop the rest of the report
+        diff = f"(diff unavailable: {e})"
+    bucket_rows = [{"iteration": r["iteration"], "commit": r["commit"][:10], "buckets": ", ".join(r["buckets"]),
+                    "by": r.get("by", ""),
+                    "speedups": ", ".join(f"{b}: {m.get('speedup'):.3f}x" if isinstance(m.get("speedup"), float)
+                                          else f"{b}: n/a" for b, m in (r.get("measurements") or {}).items()) or "-"}
+                   for r in bucket_keeps(session)]
+    plots = [("progress", "Geomean speedup of each timed candidate against the incumbent of its time, and the best "
+              "so far against the baseline.", plot_progress(steps)),
+             ("shapes", "Per-shape time of the baseline and of the best kept kernel, with the roofline floor "
+              "(bytes moved over measured bandwidth).", plot_shapes(shape_times(steps))),
+             ("outcomes", "What happened to each candidate; rejections are named by the rule that stopped them.",
+              plot_outcomes(counts))]
+    step_rows = [{"iteration": s.iteration, "commit": s.commit[:10], "outcome": s.outcome,
+                  "speedup": s.speedup, "model": f"{s.agent}:{s.model}" if s.model else s.agent,
+                  "description": s.description, "reason": s.reason} for s in steps]
+    return Report(f"warpsmith report: {session.meta.task} ({session.id})", summary, plots, kept, step_rows,
+                  bucket_rows, diff)
+
+
+def _fmt_speed(v: Any) -> str:
+    return f"{v:.3f}x" if isinstance(v, (int, float)) and not math.isnan(v) else "n/a"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
+th{background:#f1f3f5}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:12px;color:#555}
+pre{background:#f8f9fa;padding:1em;overflow-x:auto;font-size:12px}.add{color:#1b7f3b}.del{color:#b3261e}.hunk{color:#5c6bc0}"""
+
+
+def _table(rows: list[dict], cols: list[tuple[str, str]]) -> str:
+    if not rows:
+        return "<p>(none)</p>"
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in cols) + "</tr>"]
+    for r in rows:
+        cells = []
+        for k, _ in cols:
+            v = r.get(k)
+            cells.append(_fmt_speed(v) if k == "speedup" else html.escape("" if v is None else str(v)))
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+KEPT_COLS = [("iteration", "iter"), ("commit", "commit"), ("what", "kept"), ("speedup", "speedup"),
+             ("model", "agent:model"), ("packs", "packs (id@version#sha256)"), ("by", "decided by"),
+             ("description", "description")]
+STEP_COLS = [("iteration", "iter"), ("commit", "commit"), ("outcome", "outcome"), ("speedup", "speedup"),
+             ("model", "agent:model"), ("description", "description"), ("reason", "veto reason")]
+BUCKET_COLS = [("iteration", "iter"), ("commit", "commit"), ("buckets", "buckets"), ("speedups", "speedup per bucket"),
+               ("by", "by")]
+
+
+def render_html(rep: Report) -> str:
+    diff_lines = []
+    for line in rep.diff.splitlines():
+        cls = "add" if line.startswith("+") else "del" if line.startswith("-") else "hunk" if line.startswith("@@") else ""
+        esc = html.escape(line)
+        diff_lines.append(f'<span class="{cls}">{esc}</span>' if cls else esc)
+    figures = "\n".join(
+        f'<figure id="plot-{name}"><img alt="{html.escape(name)}" src="data:image/png;base64,'
+        f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(cap)}</figcaption></figure>'
+        for name, cap, png in rep.plots)
+    summary = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rep.summary)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(rep.title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{html.escape(rep.title)}</h1>
+<table>{summary}</table>
+<h2>Plots</h2>
+{figures}
+<h2>Kept steps and their provenance</h2>
+{_table(rep.kept, KEPT_COLS)}
+<h2>Bucket-limited keeps</h2>
+{_table(rep.buckets, BUCKET_COLS)}
+<h2>Every candidate</h2>
+{_table(rep.steps, STEP_COLS)}
+<h2>Final diff against the baseline</h2>
+<pre>{chr(10).join(diff_lines) or '(best is the baseline: nothing kept)'}</pre>
+</body></html>
+"""
+
+
+def _md_table(rows: list[dict], cols: list[tuple[str, str]]) -> str:
+    if not rows:
+        return "(none)\n"
+    out = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [_fmt_speed(r.get(k)) if k == "speedup" else str(r.get(k) if r.get(k) is not None else "")
+                 for k, _ in cols]
+        out.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(rep: Report, out: Path) -> str:
+    """Markdown with the PNGs written to <out stem>_files/ beside it (data URIs don't render on most hosts)."""
+    files = out.parent / f"{out.stem}_files"
+    files.mkdir(parents=True, exist_ok=True)
+    parts = [f"# {rep.title}\n", "| | |\n|---|---|"] + [f"| {k} | {v} |" for k, v in rep.summary] + [""]
+    parts.append("## Plots\n")
+    for name, cap, png in rep.plots:
+        (files / f"{name}.png").write_bytes(png)
+        parts.append(f"![{name}]({files.name}/{name}.png)\n\n{cap}\n")
+    parts += ["## Kept steps and their provenance\n", _md_table(rep.kept, KEPT_COLS),
+              "## Bucket-limited keeps\n", _md_table(rep.buckets, BUCKET_COLS),
+              "## Every candidate\n", _md_table(rep.steps, STEP_COLS),
+              "## Final diff against the baseline\n", "```diff\n" + (rep.diff or "(nothing kept)\n") + "```\n"]
+    return "\n".join(parts)
+
+
+def write_report(session, out: Path, fmt: str = "html") -> Path:
+    rep = build_report(session)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = render_html(rep) if fmt == "html" else render_markdown(rep, out)
+    out.write_text(text)
+    return out

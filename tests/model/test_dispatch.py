@@ -1,0 +1,177 @@
+"""Bucket-limited keeps (git refs + journal), the exported dispatcher, and its checks."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import dispatch as d
+from harness.session import Session
+
+from model_helpers import ONEPASS, partial_win, shape_row, verdict
+
+
+@pytest.fixture
+def session(task, tmp_path):
+    return Session.create(task.name, "script", task.baseline_path.read_text(), base=tmp_path)
+
+
+def test_bucket_results_name_wins_and_losses(task):
+    res = {r.bucket: r for r in d.bucket_results(task, partial_win())}
+    assert res["short rows"].wins and res["mid rows"].wins
+    assert not res["long rows"].wins and "slower on long rows 128k (0.333x)" in res["long rows"].reason
+    assert res["mid rows"].shapes == ["4k x 4k", "vocab 32k"]
+    assert d.winning_buckets(task, partial_win()) == ["short rows", "mid rows"]
+
+
+def test_bucket_results_never_win_when_incorrect_or_untimed(task):
+    v = partial_win()
+    v["shapes"][0]["correct"] = False
+    assert "short rows" not in d.winning_buckets(task, v)
+    untimed = verdict([shape_row("many short rows", {"rows": 8, "cols": 512}, None, None)], timing=False)
+    r = d.bucket_results(task, untimed)[0]
+    assert not r.wins and r.reason == "timing unavailable"
+    # the evaluator's own per-shape winner flag, where present, beats the raw speedup
+    v = partial_win()
+    v["shapes"][0]["winner"] = "incumbent"
+    assert "short rows" not in d.winning_buckets(task, v)
+
+
+def test_keep_for_buckets_writes_journal_then_refs(task, session):
+    ws = session.workspace
+    commit = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
+    best_before = ws.best
+    rec = d.keep_for_buckets(session, 1, commit, ["short rows", "mid rows"], task, partial_win())
+    assert ws.best == best_before  # best does not move: elsewhere the incumbent still runs
+    refs = ws.refs("refs/buckets")
+    assert refs == {"refs/buckets/short-rows": commit, "refs/buckets/mid-rows": commit}
+    assert ws.refs("refs/kept-buckets") == {"refs/kept-buckets/0001": commit}
+    journal = [r for r in session.journal.read() if r["kind"] == "BucketKeep"]
+    assert journal == [json.loads(json.dumps({"t": journal[0]["t"], **rec}))]
+    assert rec["measurements"]["short rows"]["speedup"] == pytest.approx(2.0)
+
+
+def test_keep_for_buckets_refuses_unknown_bucket(task, session):
+    with pytest.raises(d.DispatchError, match=r"task.toml: unknown bucket\(s\) \['tiny'\]; declared: \['short rows'"):
+        d.keep_for_buckets(session, 1, session.workspace.best, ["tiny"], task)
+    with pytest.raises(d.DispatchError, match="no bucket given"):
+        d.keep_for_buckets(session, 1, session.workspace.best, [], task)
+
+
+def test_restore_replays_a_keep_killed_before_git_moved(task, session):
+    ws = session.workspace
+    commit = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
+    # what a kill right after the fsync'd journal line leaves behind
+    session.record({"kind": "BucketKeep", "iteration": 1, "commit": commit, "buckets": ["short rows"],
+                    "by": "auto", "reason": "", "measurements": {}})
+    assert ws.refs("refs/buckets") == {}
+    assert d.restore_bucket_refs(session) == 1
+    assert ws.refs("refs/buckets") == {"refs/buckets/short-rows": commit}
+    assert d.restore_bucket_refs(session) == 0
+
+
+def test_table_resolution_bucket_keep_then_best_then_default(task, session):
+    ws = session.workspace
+    rows = d.dispatch_table(session, task)
+    assert [r.kind for r in rows] == ["default", "default", "default"]
+    onepass = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
+    d.keep_for_buckets(session, 1, onepass, ["short rows"], task, partial_win())
+    # a later plain keep: it becomes the kernel of the buckets without their own winner
+    tuned = ws.commit_candidate(task.baseline_path.read_text().replace("BLOCK = 1024", "BLOCK = 2048"), 2, "tuned")
+    session.record({"kind": "EvalResult", "iteration": 2, "verdict": partial_win()})
+    session.record({"kind": "Decision", "iteration": 2, "action": "keep", "by": "auto", "commit": tuned, "best": tuned})
+    ws.keep(tuned, 2)
+    rows = {r.bucket.name: r for r in d.dispatch_table(session, task)}
+    assert (rows["short rows"].kind, rows["short rows"].commit) == ("bucket-keep", onepass)
+    assert (rows["mid rows"].kind, rows["mid rows"].commit) == ("best", tuned)
+    assert rows["long rows"].label.startswith("best, iter 2")
+
+
+def _import(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_export_embeds_kernels_routes_by_bucket_and_is_correct_everywhere(task, session, tmp_path, capsys):
+    ws = session.workspace
+    onepass = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
+    d.keep_for_buckets(session, 1, onepass, ["short rows", "mid rows"], task, partial_win())
+    out = tmp_path / "softmax_dispatch.py"
+    assert d.export_session(session, out, task) == 0
+    text = out.read_text()
+    # one module per distinct kernel, the default embedded too, the measured table in the docstring
+    assert text.count("warpsmith_dispatch_softmax_k0_") >= 2 and "warpsmith_dispatch_softmax_k1_" not in text
+    assert "warpsmith_dispatch_softmax_default" in text
+    doc = _import(out, "exported_a").__doc__
+    assert "| short rows | cols in [1, 1025) | iter 1" in doc and "| 20.0 | 40.0 | 2.000 | many short rows |" in doc
+    assert "| long rows | cols in [32769, inf) | default |" in doc
+    assert "cols: size of input 0, axis 1" in doc
+    mod = _import(out, "exported_b")
+    import torch
+
+    assert mod.route(torch.zeros(2, 1000))[0] == "short rows"
+    assert mod.route(torch.zeros(2, 40000)) == ("long rows", "default")
+    assert mod.route(torch.zeros(2, 0)) == (None, "default")
+    results = d.check_dispatcher(task, out)
+    assert {r["bucket"] for r in results} >= {"short rows", "mid rows", "long rows"}
+    assert all(r["ok"] for r in results), [r for r in results if not r["ok"]]
+    # edges of each bucket are probed
+    assert any(r["dims"]["cols"] == 1024 for r in results) and any(r["dims"]["cols"] == 1025 for r in results)
+
+
+def test_check_dispatcher_catches_a_wrong_kernel_in_a_bucket(task, session, tmp_path):
+    ws = session.workspace
+    wrong = ONEPASS.read_text().replace("y = e / tl.sum(e, axis=0)", "y = e / (tl.sum(e, axis=0) + 1.0)")
+    c = ws.commit_candidate(wrong, 1, "wrong normalisation")
+    d.keep_for_buckets(session, 1, c, ["mid rows"], task)
+    out = tmp_path / "bad.py"
+    assert d.export_session(session, out, task) == 0
+    results = d.check_dispatcher(task, out)
+    bad = [r for r in results if not r["ok"]]
+    assert bad and {r["bucket"] for r in bad} == {"mid rows"}
+    assert "elements off" in bad[0]["error"]
+
+
+def test_export_without_buckets_writes_best_kernel(tmp_path, capsys):
+    from harness.tasks import load_task
+
+    plain = load_task("softmax")
+    s = Session.create("softmax", "script", plain.baseline_path.read_text(), base=tmp_path)
+    out = tmp_path / "best.py"
+    assert d.export_session(s, out, plain) == 0
+    assert out.read_text() == plain.baseline_path.read_text()
+    assert "declares no [[buckets]]" in capsys.readouterr().out
+
+
+def test_bucket_axis_error_names_reference(task, tmp_path):
+    from harness.tasks import Bucket
+
+    task.buckets = [Bucket("few rows", "rows", 0, 10**9)]
+    assert d.bucket_axis(task, "rows") == (0, 0)  # inferred from the interpreter shapes' inputs
+    with pytest.raises(d.DispatchError, match="no interpreter shape has"):
+        d.bucket_axis(task, "heads")
+
+
+@pytest.mark.gpu
+def test_dispatcher_graph_capturable_and_no_slower_than_best_single(task, session, tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.dispatch import measure_dispatcher
+
+    ws = session.workspace
+    c = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
+    d.keep_for_buckets(session, 1, c, ["short rows"], task, partial_win())
+    out = tmp_path / "disp.py"
+    assert d.export_session(session, out, task) == 0
+    rows = measure_dispatcher(task, out)
+    for r in rows:
+        assert r["graph_ok"], r
+        assert r["dispatch_us"] <= r["best_single_us"] * 1.05 + 2.0, r
