@@ -76,6 +76,11 @@ class Pack:
     def toml_path(self) -> Path:
         return self.path / "pack.toml"
 
+    @property
+    def description(self) -> str:
+        d = self.raw.get("description")
+        return d if isinstance(d, str) else ""
+
     def file_text(self, name: str) -> str:
         return self._texts[name]
 

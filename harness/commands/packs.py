@@ -82,6 +82,12 @@ def register(subparsers: Any) -> None:
     s.add_argument("--dir", type=Path, help="install into DIR (default: the user's pack folder)")
     s.set_defaults(func=cmd_import)
 
+    s = sub.add_parser("default", help="the packs a session on TASK would start with, and why")
+    s.add_argument("task")
+    s.add_argument("--arch", help="compute capability, e.g. sm_90 (default: detect GPU 0)")
+    s.add_argument("--gpu", help="device name, e.g. 'NVIDIA H200' (default: detect GPU 0)")
+    s.set_defaults(func=cmd_default)
+
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -194,10 +200,33 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_default(args: argparse.Namespace) -> int:
+    from harness.packs import explain_default_selection
+    from harness.tasks import TaskError, load_task
+
+    try:
+        task = load_task(args.task, check_null=False)
+    except TaskError as e:
+        _err(str(e))
+        return 2
+    cat = _catalog(args)
+    try:
+        ids, notes = explain_default_selection(task, cat, args.arch, args.gpu, detect=args.arch is None)
+    except PackError as e:
+        _err(str(e))
+        return 1
+    print(" ".join(ids) if ids else "(no packs)")
+    for n in notes:
+        print(f"  {n}")
+    return 0
+
+
 # -- new / validate / edit ---------------------------------------------------------------------
 
 SCAFFOLD_MD = {
-    "hardware": "# {title}\n\nWhat a kernel writer must know about this GPU: compute capability, SM count, "
+    "hardware": "# {title}\n\n(Set applies_to.arch, e.g. [\"sm_90\", \"sm_90a\"], and applies_to.gpu, words of "
+                "the device name such as \"H200\", in pack.toml so this pack is picked for that GPU.)\n\n"
+                "What a kernel writer must know about this GPU: compute capability, SM count, "
                 "shared memory per SM and per block, L2, HBM size and bandwidth, which instructions it has "
                 "and which it lacks. Name the source after each non-obvious fact (source: ...).\n",
     "model": "# {title}\n\nThe model's layers as a kernel writer needs them: shapes, dtypes, layouts, "
@@ -225,7 +254,9 @@ def scaffold(kind: str, pid: str, dest: Path, title: str | None = None) -> Path:
     title = title or f"{pid} ({kind} pack)"
     data: dict[str, Any] = {"id": pid, "kind": kind, "title": title, "version": "0.1.0"}
     if kind == "hardware":
-        data["applies_to"] = {"arch": ["sm_90"]}
+        # Empty on purpose: a placeholder arch would tie with the real pack for that GPU and
+        # leave the default selection without a hardware pack.
+        data["applies_to"] = {"arch": [], "gpu": []}
     data["files"] = ["overview.md"]
     data["sources"] = ["TODO: the document every fact here was checked against (URL, title, section)"]
     folder.mkdir(parents=True)
@@ -241,6 +272,9 @@ def _warnings(p: Pack) -> list[str]:
     out = []
     if any("TODO" in s for s in p.sources):
         out.append(f"{p.toml_path}: sources: still a TODO placeholder; name the real sources")
+    if p.kind == "hardware" and not p.applies_to.get("arch"):
+        out.append(f"{p.toml_path}: applies_to.arch: empty, so this pack is never selected by default; "
+                   "set the compute capabilities it describes, e.g. [\"sm_90\", \"sm_90a\"]")
     return out
 
 

@@ -101,3 +101,17 @@ def test_loop_journal_records_pack_provenance_and_picks_up_edits(tmp_path, write
     assert "second" in builder.last.user
     reloads = [e for e in emitted if isinstance(e, ev.PackReloaded)]
     assert reloads and reloads[0].pack_id == "hw" and reloads[0].ok
+
+
+def test_set_packs_changes_what_is_watched(tmp_path, write_pack):
+    a, b = write_pack(tmp_path, "a"), write_pack(tmp_path, "b")
+    events: list = []
+    with PackWatcher([load_pack(a)], lambda *e: events.append(e), debounce_s=0.05) as w:
+        w.set_packs([load_pack(b)])
+        assert [p.id for p in w.packs()] == ["b"]
+        (a / "overview.md").write_text("edit to a pack no longer selected\n")
+        (b / "overview.md").write_text("edit to b\n")
+        assert _wait(lambda: any(e[0] == "b" for e in events))
+        time.sleep(0.3)
+        assert all(e[0] == "b" for e in events)
+        assert "edit to b" in w.get("b").content()
