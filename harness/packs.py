@@ -82,14 +82,20 @@ class Pack:
         return d if isinstance(d, str) else ""
 
     def file_text(self, name: str) -> str:
+        if name not in self._texts:  # a Pack built by hand (tests, the TUI) rather than load_pack
+            self._texts[name] = (self.path / name).read_text(encoding="utf-8")
         return self._texts[name]
 
     def content(self) -> str:
         """The pack's files concatenated in order (as loaded: an edit needs a reload)."""
-        return "\n\n".join(self._texts[f].strip("\n") for f in self.files)
+        return "\n\n".join(self.file_text(f).strip("\n") for f in self.files)
 
     def sha256(self) -> str:
         """Hash of pack.toml and the listed files, in order, as loaded: stable across machines."""
+        if not self._digest:
+            toml = self.toml_path.read_bytes() if self.toml_path.is_file() else b""
+            self._digest = content_digest([("pack.toml", toml)] +
+                                          [(n, self.file_text(n).encode()) for n in self.files])
         return self._digest
 
     def provenance(self) -> dict[str, str]:
