@@ -11,6 +11,12 @@ import pytest
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    # XDG_CONFIG_HOME only steers platformdirs on Linux; pin it everywhere so no test writes to
+    # the real ~/Library or %APPDATA%.
+    import platformdirs
+
+    monkeypatch.setattr(platformdirs, "user_config_dir",
+                        lambda appname=None, *a, **k: str(tmp_path / "config" / (appname or "")))
     monkeypatch.delenv("WARPSMITH_PACKS", raising=False)
     proj = tmp_path / "project"
     proj.mkdir()
