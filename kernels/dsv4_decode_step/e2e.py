@@ -15,6 +15,11 @@ The projections (wq_a/wq_b/wkv/wgate/weights_proj/wo) are GEMMs outside these ta
 outputs are fixed random per-step inputs here. Everything runs on device tensors with no host
 sync, so the whole step is captured in one CUDA graph and replayed.
 
+For harness/e2e.py: TASKS, TOLERANCE and build(kernels, device) -> workload whose run() is one
+step (it returns (csa_out, hca_out)); tasks missing from `kernels` use their folder's kernel.py.
+On CUDA the workload is V4-Flash at 64k context, batch 16 (ragged 32k..64k); on CPU it is a tiny
+config (16 heads, top-k 32, 768 tokens) that the Triton interpreter runs in seconds.
+
 Run (GPU):  PYTHONPATH=. python kernels/dsv4_decode_step/e2e.py --model flash --ctx 65536 --batch 16
 It checks the kernels' step against the references' step, then times CUDA-graph replays of both.
 Only torch and triton are imported (the device has no harness dependencies).
@@ -52,13 +57,22 @@ class Impl:
     compress: object
 
 
-def load_impl(which: str) -> Impl:
+TASKS = ("dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress")
+_FIELD = dict(zip(TASKS, ("indexer_topk", "csa_decode", "hca_decode", "compress")))
+# Outputs of a whole step: a different (near-tie) top-k choice moves the CSA output a little.
+TOLERANCE = (2e-2, 4e-2)
+
+
+def load_impl(which: str, overrides: dict | None = None) -> Impl:
+    """which: "kernel" (each task's kernel.py) or "reference"; overrides: {task name: fn}."""
     fns = {}
-    for task, entry in (("dsv4_indexer_topk", "indexer_topk"), ("dsv4_csa_decode", "csa_decode"),
-                        ("dsv4_hca_decode", "hca_decode"), ("dsv4_compress", "compress")):
+    for task in TASKS:
+        if overrides and task in overrides:
+            fns[_FIELD[task]] = overrides[task]
+            continue
         fname = "kernel.py" if which == "kernel" else "reference.py"
         mod = _load(KERNELS / task / fname, f"e2e_{which}_{task}")
-        fns[entry] = getattr(mod, task if which == "kernel" else "reference")
+        fns[_FIELD[task]] = getattr(mod, task if which == "kernel" else "reference")
     return Impl(**fns)
 
 
@@ -131,6 +145,9 @@ class DecodeStep:
         self.hca_kv_row, self.hca_score_row = rn(B, D), rn(B, D, scale=2.0)
         self.csa_out = self.hca_out = None
 
+    def run(self):
+        return self.step()
+
     def step(self):
         im, pos, B = self.impl, self.pos, self.pos.shape[0]
         rows = torch.arange(B, device=pos.device)
@@ -168,6 +185,18 @@ class DecodeStep:
         # Graph replays in a timing loop would run past the caches: wrap back to the start.
         self.pos.copy_(torch.where(self.pos >= self.ctx, self.start_pos, self.pos))
         return self.csa_out, self.hca_out
+
+
+def build(kernels: dict, device) -> DecodeStep:
+    """harness/e2e.py's entry: the workload with `kernels` plugged in, the rest from kernel.py."""
+    unknown = set(kernels) - set(TASKS)
+    if unknown:
+        raise ValueError(f"{__file__}: TASKS = {TASKS} does not take {sorted(unknown)}")
+    on_gpu = str(device).startswith("cuda")
+    model, ctx, batch = ("flash", 65536, 16) if on_gpu else ("tiny", 768, 2)
+    w = DecodeStep(model, ctx, batch, device, load_impl("kernel", kernels), min_ctx=ctx // 2 if on_gpu else 127)
+    w.description = f"V4 {model} decode step, CSA+HCA layer attention, ctx {ctx}, batch {batch}"
+    return w
 
 
 def clone_state(src: DecodeStep, impl: Impl) -> DecodeStep:

@@ -193,3 +193,14 @@ def test_e2e_step_kernels_match_references_across_compression_boundaries():
     torch.testing.assert_close(kern.hca_comp.float(), refr.hca_comp.float(), atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(kern.csa_comp.float(), refr.csa_comp.float(), atol=2e-2, rtol=2e-2)
     assert kern.pos.tolist() == [128, 705]
+
+
+def test_e2e_workload_plugs_into_harness_e2e_check():
+    from harness.e2e import e2e_check
+
+    t = load_task("dsv4_csa_decode", check_null=False)
+    ok = e2e_check(t, t.baseline_path, t.baseline_path, device="cpu")
+    assert ok["available"] and ok["correct"] and ok["accepted"]
+    ref = t.load_reference()
+    bad = e2e_check(t, lambda *a: ref.reference(*a) * 0.5, t.baseline_path, device="cpu")
+    assert not bad["accepted"] and bad["reason"]["rule"] == "e2e-incorrect"
