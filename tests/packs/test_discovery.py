@@ -24,7 +24,7 @@ def test_precedence_builtin_user_project_env_path(tmp_path, monkeypatch, write_p
     write_pack(no_builtin / "hardware", "gpu", title="builtin")
     write_pack(no_builtin / "hardware", "only-builtin")
     user = P.user_packs_dir()
-    assert str(user).startswith(str(tmp_path / "config"))  # platformdirs honours XDG_CONFIG_HOME
+    assert str(user).startswith(str(tmp_path / "config"))  # the user dir comes from platformdirs (pinned in conftest)
     write_pack(user, "gpu", title="user")
     write_pack(Path.cwd() / ".warpsmith" / "packs", "gpu", title="project")
     env1, env2 = tmp_path / "env1", tmp_path / "env2"
