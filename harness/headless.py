@@ -16,7 +16,7 @@ def shape_table(verdict: dict) -> list[str]:
             return format(v, fmt) if isinstance(v, (int, float)) else "-"
         rows.append(f"    {s['name'][:22]:<22} {'yes' if s.get('correct') else 'NO':<3} "
                     f"{num('candidate_us', '.1f'):>10} {num('incumbent_us', '.1f'):>10} "
-                    f"{num('speedup', '.3f'):>8} {num('roofline_pct', '.0f'):>7}%")
+                    f"{num('speedup', '.3f'):>8} {num('roofline_pct', '.0f') + '%' if s.get('roofline_pct') else '-':>8}")
     return rows
 
 

@@ -103,6 +103,7 @@ class Loop:
         self.resume_gate = threading.Event()
         self.resume_gate.set()
         self._pending: dict | None = None  # a candidate proposed before a kill, not yet decided
+        self._last_packs: list[dict] | None = None
         self.closers: list[Callable[[], None]] = []  # e.g. stop the pack watcher when the run ends
         self._restore()
 
@@ -207,8 +208,10 @@ class Loop:
                               list(self.session.meta.ideas), cancel=self.cancel)
         if self.prompt_builder is not None:
             ctx.system, ctx.prompt, packs = self.prompt_builder(ctx)
-            self.emit(ev.AgentNotice(it, "info", "prompt packs: " + ", ".join(
-                f"{p['id']}@{p['version']}#{p['sha256'][:8]}" for p in packs)), journal=False)
+            if packs != self._last_packs:  # say it when the knowledge in the prompt changes
+                self.emit(ev.AgentNotice(it, "info", "prompt packs: " + ", ".join(
+                    f"{p['id']}@{p['version']}#{p['sha256'][:8]}" for p in packs)), journal=False)
+                self._last_packs = packs
             self.session.record({"kind": "PromptPacks", "iteration": it, "packs": packs})
         proposal, reasoning = None, []
         for item in self.agent.propose(ctx):
