@@ -138,8 +138,12 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         # The TUI's pack picker edits session.meta.packs; a change applies from the next prompt.
         wanted = list(session.meta.packs)
         if sorted(wanted) != sorted(p.id for p in watcher.packs()):
-            watcher.set_packs(Selection(wanted).resolve(catalog))
-            Selection(wanted).save(session.root)
+            try:
+                watcher.set_packs(Selection(wanted).resolve(catalog))
+                Selection(wanted).save(session.root)
+            except KeyError as e:  # a pack removed from disk since it was picked: keep the last set
+                session.meta.packs = [p.id for p in watcher.packs()]
+                loop.emit(ev.AgentNotice(ctx.iteration, "warning", f"pack selection unchanged: {e}"))
         p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
                          last_feedback(ctx.history))
         return p.system, p.user, p.packs
