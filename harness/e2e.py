@@ -5,7 +5,8 @@ A task names `e2e = "e2e.py"` in its task.toml. That module defines
     build(kernels: dict[str, fn], device) -> workload
 where `workload.run()` does one step of a small real workload (several ops around the kernel) on
 buffers it owns and returns its output; tasks absent from `kernels` use the workload's own default.
-Optional: `TOLERANCE = (atol, rtol)` for comparing outputs (default: the task's, doubled).
+Optional: `TOLERANCE = (atol, rtol)` for comparing outputs (default: the task's, doubled), and
+keyword options to build() (sizes) that `bench/e2e.py --option k=v` passes through.
 
 Timing on a GPU: each workload is captured once in a CUDA graph and its replays timed with CUDA
 events; workloads are interleaved round by round so drift hits all alike. A candidate whose workload
@@ -217,6 +218,9 @@ def e2e_check(task: Task, candidate: Path | Callable, incumbent: Path | Callable
                 "message": "task declares no e2e workload"}
     device = device or _default_device()
     mod = load_workload_module(task)
+    if task.name not in workload_tasks(mod, task.name):
+        raise E2EError(f"{task.root / task.e2e}: TASKS = {workload_tasks(mod, task.name)} does not include "
+                       f"{task.name!r}: the workload would never call the candidate")
     cand_fn = candidate if callable(candidate) else load_kernel(task, Path(candidate), "candidate")
     inc_fn = incumbent if callable(incumbent) else load_kernel(task, Path(incumbent), "incumbent")
     try:
@@ -287,7 +291,7 @@ def apply_e2e(verdict: dict, e2e: dict) -> dict:
 # -- stacking several sessions' kernels ----------------------------------------------------------
 
 def stack(workload_task: Task, kernels: dict[str, Callable], *, device: str | None = None,
-          timer: Timer | None = None, reps: int = 20, rounds: int = 6) -> dict:
+          timer: Timer | None = None, reps: int = 20, rounds: int = 6, options: dict | None = None) -> dict:
     """Time the workload with every kernel plugged in, each alone, and none (defaults).
 
     Returns {workload, device, timing_available, rows: [{label, tasks, us, speedup, correct, error}]},
@@ -305,7 +309,7 @@ def stack(workload_task: Task, kernels: dict[str, Callable], *, device: str | No
     if len(kernels) > 1:
         configs["all stacked"] = dict(kernels)
     try:
-        built = {label: mod.build(ks, device) for label, ks in configs.items()}
+        built = {label: mod.build(ks, device, **(options or {})) for label, ks in configs.items()}
     except Exception as e:
         raise E2EError(f"{workload_task.root / workload_task.e2e}: build() failed: {type(e).__name__}: {e}") from None
     atol, rtol = _tolerance(workload_task, mod)

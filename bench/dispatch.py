@@ -1,0 +1,228 @@
+"""Per-shape dispatch on a GPU: a kernel that wins on part of the range, kept for those buckets only,
+exported as a dispatcher, and the dispatcher measured against the default and each single kernel.
+
+    PYTHONPATH=. python bench/dispatch.py softmax --kernel kernels/softmax/candidates/onepass.py \
+        [--buckets "short:cols:1:1025,mid:cols:1025:16385,long:cols:16385:"] \
+        [--sweep cols=256,512,...] [--out dispatch_softmax.py] [--json out.json]
+    PYTHONPATH=. python bench/dispatch.py softmax --check dispatch_softmax.py   # an exported file
+
+Steps (first form): time the baseline (kernel.py, the session's incumbent) and each --kernel on every
+shape (task shapes + sweep); build a real session in a temporary folder whose candidates carry
+these verdicts; keep each candidate for the buckets it wins (harness.dispatch.winning_buckets, the
+`--keep-buckets auto` policy); export the session's dispatcher; then measure it. Measurement (second
+form too): per shape, default / each kernel in the table / dispatcher: correct?, eager time
+(triton.testing.do_bench, L2 flushed), CUDA-graph replay time (do_bench_cudagraph), graph capture
+and replay equal to eager. Needs only torch + triton (no textual, no tree-sitter) and git.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from harness import dispatch as d  # noqa: E402
+from harness.tasks import Bucket, Shape, Task, compare, load_module, load_task  # noqa: E402
+
+
+def parse_buckets(spec: str) -> list[Bucket]:
+    out = []
+    for part in (p for p in spec.split(",") if p.strip()):
+        name, dim, lo, hi = (part.split(":") + ["", "", "", ""])[:4]
+        out.append(Bucket(name.strip(), dim.strip(), int(lo or 0), int(hi) if hi else 2**62))
+    return out
+
+
+def sweep_shapes(task: Task, spec: str) -> list[Shape]:
+    if not spec:
+        return []
+    dim, _, values = spec.partition("=")
+    base = task.shapes[0].dims
+    return [Shape(f"{dim}={v}", {**base, dim: int(v)}) for v in values.split(",") if v]
+
+
+def _time(fn, inputs) -> tuple[float | None, float | None, str | None]:
+    """(eager us, graph us, error)."""
+    import triton.testing
+
+    try:
+        fn(*inputs)
+        torch.cuda.synchronize()
+        eager = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=100) * 1e3
+    except Exception as e:  # a kernel that can't run a shape loses it, with the reason shown
+        return None, None, f"{type(e).__name__}: {str(e)[:160]}"
+    try:
+        graph = triton.testing.do_bench_cudagraph(lambda: fn(*inputs), rep=100) * 1e3
+    except Exception as e:
+        return eager, None, f"graph: {type(e).__name__}: {str(e)[:160]}"
+    return eager, graph, None
+
+
+def _graph_replay_matches(fn, inputs) -> bool:
+    out = fn(*inputs)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn(*inputs)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        captured = fn(*inputs)
+    g.replay()
+    torch.cuda.synchronize()
+    return bool(torch.equal(captured, out))
+
+
+def measure_dispatcher(task: Task, path: Path, shapes: list[Shape] | None = None) -> list[dict]:
+    """Per shape: the dispatcher against the default and every kernel of its table."""
+    mod = load_module(Path(path), "warpsmith_bench_dispatcher")
+    ref = task.load_reference()
+    dtype = getattr(torch, task.dtypes[0])
+    impls = mod.kernels()  # {label: fn}, the default included
+    rows = []
+    for shape in shapes or task.shapes:
+        inputs = ref.make_inputs(shape.dims, dtype, 0, "cuda")
+        expected = ref.reference(*inputs)
+        bucket, routed = mod.route(*inputs)
+        row = {"shape": shape.name, "dims": shape.dims, "bucket": bucket, "routed": routed, "kernels": {}}
+        for label, fn in list(impls.items()) + [("dispatcher", getattr(mod, task.entry))]:
+            eager, graph, err = _time(fn, inputs)
+            ok = None
+            if err is None or err.startswith("graph"):
+                ok = compare(task, ref, fn(*inputs), expected, inputs, task.dtypes[0]) is None
+            row["kernels"][label] = {"eager_us": eager, "graph_us": graph, "correct": ok, "error": err}
+        disp = row["kernels"]["dispatcher"]
+        singles = {k: v for k, v in row["kernels"].items() if k != "dispatcher" and v["correct"] and v["graph_us"]}
+        best = min(singles.items(), key=lambda kv: kv[1]["graph_us"]) if singles else (None, {})
+        row["best_single"], row["best_single_us"] = best[0], best[1].get("graph_us")
+        row["dispatch_us"] = disp["graph_us"]
+        row["default_us"] = row["kernels"]["default"]["graph_us"]
+        try:
+            row["graph_ok"] = _graph_replay_matches(getattr(mod, task.entry), inputs)
+        except Exception as e:
+            row["graph_ok"], row["graph_error"] = False, f"{type(e).__name__}: {e}"
+        row["correct"] = bool(disp["correct"])
+        rows.append(row)
+        del inputs, expected
+        torch.cuda.empty_cache()
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    labels = list(rows[0]["kernels"]) if rows else []
+    head = f"{'shape':<22} {'bucket':<12} {'routed to':<26}" + "".join(f" {lb[:16]:>16}" for lb in labels)
+    print("graph-replay us per call (eager us in brackets); * = fastest single implementation")
+    print(head + f" {'vs default':>10} {'vs best':>8} graph")
+    for r in rows:
+        cells = []
+        for lb in labels:
+            k = r["kernels"][lb]
+            if k["graph_us"] is None:
+                cells.append(f" {'ERR' if k['error'] else '-':>16}")
+                continue
+            star = "*" if lb == r["best_single"] else " "
+            cells.append(f" {k['graph_us']:>7.1f}{star}({k['eager_us']:>6.1f})")
+        vs_def = f"{r['default_us'] / r['dispatch_us']:.3f}x" if r["dispatch_us"] and r["default_us"] else "n/a"
+        vs_best = f"{r['best_single_us'] / r['dispatch_us']:.3f}x" if r["dispatch_us"] and r["best_single_us"] else "n/a"
+        print(f"{r['shape'][:22]:<22} {str(r['bucket'])[:12]:<12} {r['routed'][:26]:<26}" + "".join(cells)
+              + f" {vs_def:>10} {vs_best:>8} {'ok' if r['graph_ok'] else 'FAIL'}"
+              + ("" if r["correct"] else "  INCORRECT"))
+
+
+def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Path):
+    """A real session whose verdicts are this GPU's measurements, candidates kept per winning bucket."""
+    from harness.session import Session
+
+    ref = task.load_reference()
+    dtype = getattr(torch, task.dtypes[0])
+    baseline = getattr(load_module(task.baseline_path, "warpsmith_bench_baseline"), task.entry)
+    session = Session.create(task.name, "bench", task.baseline_path.read_text(), base=base)
+    ws = session.workspace
+    for it, kpath in enumerate(kernels, 1):
+        fn = getattr(load_module(kpath, f"warpsmith_bench_k{it}"), task.entry)
+        vshapes = []
+        for shape in shapes:
+            inputs = ref.make_inputs(shape.dims, dtype, 0, "cuda")
+            expected = ref.reference(*inputs)
+            c_eager, c_graph, c_err = _time(fn, inputs)
+            i_eager, i_graph, _ = _time(baseline, inputs)
+            ok = c_err is None and compare(task, ref, fn(*inputs), expected, inputs, task.dtypes[0]) is None
+            vshapes.append({"name": shape.name, "dims": shape.dims, "long": shape.long, "correct": ok,
+                            "error": c_err, "candidate_us": c_graph, "incumbent_us": i_graph,
+                            "speedup": (i_graph / c_graph) if ok and c_graph and i_graph else None})
+            print(f"  {kpath.name} {shape.name:<22} candidate {c_graph or float('nan'):8.1f} us  baseline "
+                  f"{i_graph or float('nan'):8.1f} us  {'ok' if ok else 'FAIL ' + str(c_err)}")
+            del inputs, expected
+            torch.cuda.empty_cache()
+        sp = [s["speedup"] for s in vshapes if s["speedup"]]
+        verdict = {"accepted": all(s["correct"] for s in vshapes), "stage": "done", "reasons": [], "shapes": vshapes,
+                   "timing_available": True, "geomean_speedup": math.exp(sum(map(math.log, sp)) / len(sp)) if sp else None,
+                   "recommendation": {"action": "revert", "reason": "bench: per-bucket keeps only", "can_keep": True}}
+        commit = ws.commit_candidate(kpath.read_text(), it, kpath.stem)
+        session.record({"kind": "CandidateProposed", "iteration": it, "commit": commit, "description": kpath.stem,
+                        "agent": "bench", "model": "", "diff": "", "source": ""})
+        session.record({"kind": "EvalResult", "iteration": it, "verdict": verdict})
+        wins = d.winning_buckets(task, verdict, margin=0.02)
+        session.record({"kind": "Decision", "iteration": it, "action": "revert", "by": "auto", "override": False,
+                        "reason": "kept for buckets only" if wins else "", "commit": commit, "best": ws.best})
+        if wins:
+            d.keep_for_buckets(session, it, commit, wins, task, verdict, by="auto", reason="--keep-buckets auto")
+        print(f"  {kpath.name}: wins {wins or 'no bucket'}")
+    return session
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("task")
+    ap.add_argument("--kernel", action="append", default=[], type=Path, help="candidate file(s)")
+    ap.add_argument("--check", type=Path, default=None, help="measure an already exported dispatcher")
+    ap.add_argument("--buckets", default="", help="name:dim:lo:hi,... (overrides task.toml [[buckets]])")
+    ap.add_argument("--sweep", default="", help="DIM=v1,v2,... extra shapes from the first shape's dims")
+    ap.add_argument("--out", type=Path, default=None, help="where to write the dispatcher (default: temp)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench/dispatch.py needs a CUDA GPU (timing and graph capture)", file=sys.stderr)
+        return 2
+    task = load_task(args.task, check_null=False)
+    if args.buckets:
+        task.buckets = parse_buckets(args.buckets)
+    if not task.buckets:
+        print(f"{task.toml_path}: no [[buckets]]; pass --buckets name:dim:lo:hi,...", file=sys.stderr)
+        return 2
+    shapes = task.shapes + sweep_shapes(task, args.sweep)
+    print(f"{task.name} on {torch.cuda.get_device_name(0)}; buckets: "
+          + ", ".join(f"{b.name}=[{b.lo},{b.hi if b.hi < 2**61 else 'inf'})" for b in task.buckets))
+    with tempfile.TemporaryDirectory(prefix="warpsmith-dispatch-") as tmp:
+        if args.check:
+            path = args.check
+        else:
+            if not args.kernel:
+                print("give --kernel FILE (one or more) or --check FILE", file=sys.stderr)
+                return 2
+            session = build_session(task, args.kernel, shapes, Path(tmp))
+            path = args.out or Path(tmp) / f"dispatch_{task.name}.py"
+            if d.export_session(session, path, task) != 0:
+                return 1
+        rows = measure_dispatcher(task, path, shapes)
+        print_rows(rows)
+        bad = [r["shape"] for r in rows if not r["correct"] or not r["graph_ok"]]
+        slower = [r["shape"] for r in rows if r["dispatch_us"] and r["best_single_us"]
+                  and r["dispatch_us"] > 1.05 * r["best_single_us"] + 1.0]
+        print(f"dispatcher: correct and capturable on {len(rows) - len(bad)}/{len(rows)} shapes; "
+              f"slower than the best single kernel (>5% + 1 us) on {slower or 'none'}")
+        if args.json:
+            args.json.write_text(json.dumps({"task": task.name, "gpu": torch.cuda.get_device_name(0),
+                                             "dispatcher": Path(path).read_text(), "rows": rows}, indent=2, default=str))
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""End-to-end checks: the rejection path (a kernel that wins alone but slows its workload), the
+verdict it turns into, graph-capture failures, and stacking two tasks' real kernels."""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness import e2e
+from harness.loop import outcome_of
+from harness.tasks import load_module, load_task
+
+from model_helpers import ONEPASS, partial_win
+
+# A workload that the "fast" kernel below slows down: its output is correct but column-major, so
+# every consumer that needs rows contiguous pays a full transposing copy (a real way a kernel that
+# wins alone loses in a model: the layout it leaves behind).
+LAYOUT_WORKLOAD = '''
+import torch
+TASKS = ("softmax",)
+
+class Step:
+    description = "softmax then 6 row-wise consumers"
+    def __init__(self, fn, x):
+        self.fn, self.x = fn, x
+    def run(self):
+        p = self.fn(self.x)
+        acc = 0.0
+        for _ in range(6):
+            acc = acc + p.contiguous().view(-1)[::97].float().sum()
+        return acc.reshape(1)
+
+def build(kernels, device):
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(1536, 1536, generator=g) * 4).to(torch.bfloat16).to(device)
+    return Step(kernels.get("softmax") or (lambda t: torch.softmax(t, dim=-1)), x)
+'''
+
+
+def incumbent(x):
+    return torch.softmax(x, dim=-1)
+
+
+def fast_alone_but_column_major(x):
+    """Same values; written into a transposed buffer (a layout trick some kernels use to coalesce)."""
+    y = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype).t()
+    y.copy_(torch.softmax(x, dim=-1))
+    return y
+
+
+@pytest.fixture
+def layout_task(task):
+    (task.root / "layout_e2e.py").write_text(LAYOUT_WORKLOAD)
+    task.e2e = "layout_e2e.py"
+    return task
+
+
+def test_wins_alone_loses_end_to_end_is_rejected(layout_task):
+    res = e2e.e2e_check(layout_task, fast_alone_but_column_major, incumbent, device="cpu", timer=e2e.wall_timer,
+                        reps=3, rounds=4, kernel_speedup=1.4)
+    assert res["correct"] and res["timing_available"]
+    assert not res["accepted"], res
+    assert res["reason"]["rule"] == "e2e-slower"
+    assert res["reason"]["message"].startswith("wins alone (1.400x) but loses end to end: softmax then 6 row-wise")
+    assert res["speedup"] < 1 - res["noise_band"]
+
+
+def test_same_kernel_end_to_end_is_not_rejected(layout_task):
+    res = e2e.e2e_check(layout_task, incumbent, incumbent, device="cpu", timer=e2e.wall_timer, reps=3, rounds=4)
+    assert res["accepted"], res
+
+
+def test_rejection_folds_into_the_verdict(layout_task):
+    res = {"accepted": False, "reason": {"rule": "e2e-slower", "message": "loses end to end"}}
+    v = e2e.apply_e2e(partial_win(), res)
+    assert v["recommendation"] == {"action": "revert", "reason": "loses end to end", "can_keep": False}
+    assert v["reasons"][-1]["rule"] == "e2e-slower" and outcome_of(v) == "rejected-e2e"
+    ok = e2e.apply_e2e(partial_win(), {"accepted": True, "reason": None})
+    assert ok["recommendation"]["action"] == "revert" and ok["e2e"]["accepted"]  # unchanged otherwise
+
+
+def test_candidate_that_breaks_graph_capture_is_rejected(layout_task):
+    class CaptureTimer:
+        """Stands in for CudaGraphTimer: capture fails for the candidate's workload only."""
+
+        def __call__(self, step, reps):
+            if step.__self__.fn is fast_alone_but_column_major:
+                raise e2e.GraphCaptureError("CUDA-graph capture failed: operation not permitted when stream is capturing")
+            return [10.0] * reps
+
+    res = e2e.e2e_check(layout_task, fast_alone_but_column_major, incumbent, device="cpu", timer=CaptureTimer())
+    assert not res["accepted"] and res["reason"]["rule"] == "e2e-graph"
+
+
+def test_wrong_output_end_to_end_is_rejected(layout_task):
+    res = e2e.e2e_check(layout_task, lambda x: torch.softmax(x, dim=-1) * 1.5, incumbent, device="cpu")
+    assert not res["accepted"] and res["reason"]["rule"] == "e2e-incorrect"
+
+
+def test_noise_band_floors_and_spreads():
+    assert e2e.noise_band([100.0] * 8) == e2e.MIN_NOISE_BAND
+    wide = [80.0, 90, 100, 110, 120, 100, 100, 100]
+    q = statistics.quantiles(wide, n=4)
+    assert e2e.noise_band(wide) == pytest.approx((q[2] - q[0]) / 2 / 100)
+
+
+def test_real_workload_with_triton_kernels_in_the_interpreter(task):
+    """The shipped decode-step workload runs both tasks' Triton kernels; no GPU: outputs compared only."""
+    res = e2e.e2e_check(task, ONEPASS, task.baseline_path)
+    assert res["available"] and res["correct"] and res["accepted"] and not res["timing_available"]
+    assert res["candidate_us"] is None  # never a CPU time passed off as a kernel speed
+    rms = load_task("rmsnorm")
+    kernels = {"softmax": getattr(load_module(ONEPASS, "t_onepass"), "softmax"),
+               "rmsnorm": getattr(load_module(rms.baseline_path, "t_rms"), "rmsnorm")}
+    out = e2e.stack(task, kernels)
+    assert [r["label"] for r in out["rows"]] == ["defaults", "only softmax", "only rmsnorm", "all stacked"]
+    assert all(r["correct"] for r in out["rows"]), out
+    assert "timing unavailable" in e2e.format_stack(out)[-1]
+
+
+def test_stack_refuses_a_kernel_the_workload_does_not_take(layout_task):
+    with pytest.raises(e2e.E2EError, match=r"layout_e2e.py: TASKS = \('softmax',\) does not take \['rmsnorm'\]"):
+        e2e.stack(layout_task, {"rmsnorm": incumbent})
+
+
+def test_missing_workload_file_names_task_toml(task):
+    task.e2e = "nope.py"
+    with pytest.raises(e2e.E2EError, match=r"task.toml: e2e: .*nope.py does not exist"):
+        e2e.e2e_check(task, incumbent, incumbent)
