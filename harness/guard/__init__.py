@@ -117,7 +117,8 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
             if (rule.id, line, col) in seen:
                 continue
             seen.add((rule.id, line, col))
-            msg = f"{rule.message} ({detail})" if detail else rule.message
+            base = rule.message.replace("<entry>", task.entry)
+            msg = f"{base} ({detail})" if detail else base
             out.append(Violation(rule.id, msg, line, col, _snippet(lines, node), rule.severity))
     out.sort(key=lambda v: (v.line, v.col, v.rule))
     return out

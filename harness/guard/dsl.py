@@ -675,8 +675,14 @@ def _check_cuda_source_compute(d: DslModel) -> list[Finding]:
     return out
 
 
-def _maximal_chains(body: Node):
+def _maximal_chains(model: ModuleModel, body: Node):
+    """Outermost dotted names in `body` (and `getattr(mod, "lit")` calls, which read like one)."""
     for n in walk_body(body):
+        if n.type == "call":
+            fn = n.child_by_field_name("function")
+            if fn is not None and fn.type == "identifier" and "builtins.getattr" in model.qualnames(fn):
+                yield n
+            continue
         if n.type not in ("identifier", "attribute"):
             continue
         p = n.parent
@@ -704,7 +710,7 @@ def _torch_ok(q: str, dsl: str, ext_ns: set[str]) -> bool:
 def _check_torch_compute(d: DslModel) -> list[Finding]:
     out: list[Finding] = []
     for fn in d.host_path():
-        for n in _maximal_chains(fn.body):
+        for n in _maximal_chains(d.m, fn.body):
             for q in d.m.qualnames(n):
                 if q.split(".")[0] != "torch" or q == "torch":
                     continue
@@ -735,7 +741,7 @@ def _check_foreign_call(d: DslModel) -> list[Finding]:
     allowed = _SAFE_ROOTS | _ROOTS_BY_DSL.get(d.dsl, set()) | {"torch"}
     out: list[Finding] = []
     for fn in d.host_path():
-        for n in _maximal_chains(fn.body):
+        for n in _maximal_chains(d.m, fn.body):
             for q in d.m.qualnames(n):
                 root = q.split(".")[0]
                 if root.startswith(".") or q.startswith("."):

@@ -335,6 +335,9 @@ def build_model(source: str | bytes) -> ModuleModel:
         changed = False
         for name, qs in found:
             for q in qs:
+                # `idx = torch.topk(...).indices` is a value, not another name for a function.
+                if "()" in q:
+                    continue
                 if q != f"builtins.{name}" and q not in model.aliases.get(name, ()):
                     _add_alias(model, name, q)
                     changed = True

@@ -1,0 +1,82 @@
+"""`warpsmith check TASK CANDIDATE.py [--json] [--rules ...]`: the static stage alone.
+
+Exit 0: no violation (warnings allowed); 1: violations; 2: bad input (unknown task, unreadable
+candidate, broken rules pack, unknown rule to remove).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "check", help="static checks of a candidate (DSL really launched, no forbidden moves)",
+        description="Read a candidate with tree-sitter and report every rule it breaks, before any GPU time.")
+    p.add_argument("task", help="task name (kernels/<name>) or path to a task folder")
+    p.add_argument("candidate", help="candidate Python file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--rules", default=None, metavar="ID,...",
+                   help="rules packs to use instead of the task's (the DSL pack is always kept); "
+                        "+ID adds a pack to the task's, -ID removes a pack or a single rule")
+    p.set_defaults(func=run)
+
+
+def _split_rules(spec: str | None, task_rules: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(packs replacing task.rules, extra packs, removed ids)."""
+    if spec is None:
+        return list(task_rules), [], []
+    items = [s.strip() for s in spec.split(",") if s.strip()]
+    plain = [s for s in items if s[0] not in "+-"]
+    extra = [s[1:] for s in items if s[0] == "+"]
+    remove = [s[1:] for s in items if s[0] == "-"]
+    base = plain if plain else list(task_rules)
+    return base, extra, remove
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.guard import RuleError, check_source, rejected, rules_for_task
+    from harness.tasks import TaskError, load_task
+
+    try:
+        task = load_task(args.task, check_null=False)
+    except TaskError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    path = Path(args.candidate)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"error: {path}: cannot read candidate: {e}", file=sys.stderr)
+        return 2
+    base, extra, remove = _split_rules(args.rules, task.rules)
+    task.rules = base
+    t0 = time.perf_counter()
+    try:
+        rules = rules_for_task(task, extra=extra, remove=remove)
+        violations = check_source(source, task, rules)
+    except RuleError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    elapsed_ms = (time.perf_counter() - t0) * 1000
+    bad = rejected(violations)
+    if args.json:
+        print(json.dumps({
+            "accepted": not bad, "stage": "static", "task": task.name, "candidate": str(path),
+            "reasons": [v.to_dict() for v in violations],
+            "rules": [r.id for r in rules if not r.runtime], "elapsed_ms": round(elapsed_ms, 2),
+        }, indent=2))
+    else:
+        for v in violations:
+            tag = "" if v.severity == "error" else f" [{v.severity}]"
+            print(f"{path}:{v.line}:{v.col}: {v.rule}{tag}: {v.message}")
+            if v.snippet:
+                print(f"    {v.snippet}")
+        n_static = sum(1 for r in rules if not r.runtime)
+        verdict = "rejected" if bad else "ok"
+        print(f"{verdict}: {len(violations)} violation(s) of {n_static} static rules "
+              f"({task.name}, dsl {task.dsl}) in {elapsed_ms:.1f} ms", file=sys.stderr)
+    return 1 if bad else 0

@@ -1,0 +1,53 @@
+import functools
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+CUDA_SRC = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_bf16.h>
+
+__global__ void softmax_kernel(const __nv_bfloat16* x, __nv_bfloat16* y, int n_cols) {
+    const int row = blockIdx.x;
+    const __nv_bfloat16* xr = x + (long)row * n_cols;
+    __nv_bfloat16* yr = y + (long)row * n_cols;
+    __shared__ float red[32];
+    float m = -INFINITY;
+    for (int c = threadIdx.x; c < n_cols; c += blockDim.x) m = fmaxf(m, __bfloat162float(xr[c]));
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+    __syncthreads();
+    m = red[0];
+    for (int i = 1; i < blockDim.x / 32; ++i) m = fmaxf(m, red[i]);
+    __syncthreads();
+    float s = 0.f;
+    for (int c = threadIdx.x; c < n_cols; c += blockDim.x) s += __expf(__bfloat162float(xr[c]) - m);
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
+    __syncthreads();
+    s = 0.f;
+    for (int i = 0; i < blockDim.x / 32; ++i) s += red[i];
+    for (int c = threadIdx.x; c < n_cols; c += blockDim.x)
+        yr[c] = __float2bfloat16(__expf(__bfloat162float(xr[c]) - m) / s);
+}
+
+void softmax_out(torch::Tensor x, torch::Tensor y) {
+    const int rows = x.size(0), cols = x.size(1);
+    softmax_kernel<<<rows, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        reinterpret_cast<const __nv_bfloat16*>(x.data_ptr()),
+        reinterpret_cast<__nv_bfloat16*>(y.data_ptr()), cols);
+}
+"""
+CPP_SRC = "void softmax_out(torch::Tensor x, torch::Tensor y);"
+@functools.lru_cache(maxsize=None)
+def _ext():
+    return load_inline(name="ws_softmax_out", cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC,
+                       functions=["softmax_out"], extra_cuda_cflags=["-O3"])
+
+
+def softmax(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _ext().softmax_out(x, y)
+    return y
