@@ -105,7 +105,7 @@ class AnthropicAgent(LLMAgent):
     def _stream(self, ctx: ProposalContext, conv: Conversation, answer: Answer) -> Iterator[AgentEvent]:
         blocks: dict[int, dict] = {}
         stream = self.client.messages.create(stream=True, **self.request_params(conv))
-        with stream, cancel_watch(ctx.cancel, stream.close):
+        with stream, cancel_watch(ctx.cancel, stream):
             for event in stream:
                 if ctx.cancel.is_set():
                     break

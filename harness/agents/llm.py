@@ -14,6 +14,7 @@ import json
 import os
 import random
 import re
+import socket
 import sys
 import threading
 import time
@@ -553,9 +554,22 @@ class Conversation:
     turns: list[Turn] = field(default_factory=list)
 
 
+def _abort(stream: Any) -> None:
+    """Unblock a reader thread stuck in recv(): shut the socket down (closing it from another thread
+    does not wake the reader on Linux). Without a socket (mock transports) close the stream."""
+    response = getattr(stream, "response", None)
+    ns = getattr(response, "extensions", {}).get("network_stream") if response is not None else None
+    sock = ns.get_extra_info("socket") if ns is not None else None
+    if sock is not None:
+        # socket.socket.shutdown, not SSLSocket.shutdown: the latter drops the TLS object under the reader.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    else:
+        stream.close()
+
+
 @contextmanager
-def cancel_watch(cancel: threading.Event, close: Callable[[], None]) -> Iterator[None]:
-    """Close the stream from a watcher thread when `cancel` is set, so a request blocked waiting for
+def cancel_watch(cancel: threading.Event, stream: Any) -> Iterator[None]:
+    """Abort the stream from a watcher thread when `cancel` is set, so a request blocked waiting for
     the next chunk ends at once rather than at the next chunk."""
     done = threading.Event()
 
@@ -564,8 +578,8 @@ def cancel_watch(cancel: threading.Event, close: Callable[[], None]) -> Iterator
             if cancel.wait(0.1):
                 if not done.is_set():
                     try:
-                        close()
-                    except Exception:  # closing a half-read response may raise; cancel wins anyway
+                        _abort(stream)
+                    except Exception:  # aborting a half-read response may raise; cancel wins anyway
                         pass
                 return
 

@@ -85,7 +85,7 @@ class OpenAIAgent(LLMAgent):
         calls: dict[str, dict] = {}  # item id -> {name, call_id, args}
         order: list[str] = []
         stream = self.client.responses.create(stream=True, **self.request_params(ctx, conv))
-        with stream, cancel_watch(ctx.cancel, stream.close):
+        with stream, cancel_watch(ctx.cancel, stream):
             for event in stream:
                 if ctx.cancel.is_set():
                     break
@@ -276,7 +276,7 @@ class OpenAICompatAgent(LLMAgent):
         calls: dict[int, dict] = {}
         think = ThinkSplitter()
         stream = self.client.chat.completions.create(stream=True, **self.request_params(conv))
-        with stream, cancel_watch(ctx.cancel, stream.close):
+        with stream, cancel_watch(ctx.cancel, stream):
             for chunk in stream:
                 if ctx.cancel.is_set():
                     break
