@@ -158,7 +158,7 @@ def compare(out, expected, inputs, atol, rtol):
     if dup.any():
         b = int(dup.nonzero()[0][0])
         return f"row {b}: duplicate indices chosen"
-    sc = scores(q_idx.cpu(), weights.cpu(), k_idx.cpu(), n_vis)
+    sc = scores(q_idx, weights, k_idx, n_visible).cpu()  # on the inputs' device: 17 GFLOP at 1M x4
     got = torch.where(slot_used, sc.gather(1, out.clamp(min=0)), float("-inf")).sort(dim=1, descending=True).values
     exp_idx = expected.detach().long().cpu()
     want = torch.where(slot_used, sc.gather(1, exp_idx.clamp(min=0)), float("-inf")).sort(dim=1, descending=True).values

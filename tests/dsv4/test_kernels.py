@@ -204,3 +204,18 @@ def test_e2e_workload_plugs_into_harness_e2e_check():
     ref = t.load_reference()
     bad = e2e_check(t, lambda *a: ref.reference(*a) * 0.5, t.baseline_path, device="cpu")
     assert not bad["accepted"] and bad["reason"]["rule"] == "e2e-incorrect"
+
+
+def test_bench_refuses_to_run_without_gpu(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("has a GPU")
+    bench = load_module(ROOT / "bench" / "dsv4.py", "test_bench_dsv4")
+    assert bench.main(["--quick"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_bench_code_path_runs_in_the_interpreter(capsys):
+    bench = load_module(ROOT / "bench" / "dsv4.py", "test_bench_dsv4_smoke")
+    assert bench.main(["--smoke", "--tasks", "dsv4_indexer_topk,dsv4_compress"]) == 0
+    out = capsys.readouterr().out
+    assert "| indexer_topk |" in out and "| compress |" in out and "FAIL" not in out

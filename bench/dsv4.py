@@ -1,0 +1,163 @@
+"""Benchmark the DeepSeek V4 attention tasks on a GPU, side by side in one run.
+
+For each task (dsv4_indexer_topk, dsv4_csa_decode, dsv4_hca_decode, dsv4_compress) and shape:
+the reference in eager PyTorch, the reference under torch.compile (dynamic shapes: one compile per
+task), the task's kernel.py, and the HBM roofline = bytes_moved(dims) / copy bandwidth measured
+here (a 2 GiB device-to-device copy, bytes read + written). Prints % of roofline for the kernel,
+its speedups over eager and compiled, the kernel's launch split of the key axis (from kernel.py's
+`last_launch`), and whether its output passes the task's check against the reference.
+
+Timing: triton.testing.do_bench, median of repeated runs timed with CUDA events; before every run
+do_bench zeroes a 256 MB buffer, flushing the 60 MB L2, so each run reads its inputs from HBM.
+
+    PYTHONPATH=. python bench/dsv4.py [--quick] [--tasks dsv4_csa_decode,...] [--no-compile] [--json FILE]
+
+Imports only torch, triton and harness.tasks (stdlib): it runs on the bare GPU box.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.tasks import compare, load_module, load_task  # noqa: E402
+
+TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress"]
+QUICK = {"flash 8k x128", "flash 1M x4", "pro 1M x4", "csa kv d512 x4", "hca d512 x128"}
+
+
+def copy_bandwidth() -> float:
+    import triton.testing
+
+    x = torch.empty(1 << 30, dtype=torch.bfloat16, device="cuda")  # 2 GiB
+    y = torch.empty_like(x)
+    ms = triton.testing.do_bench(lambda: y.copy_(x), warmup=20, rep=100, return_mode="median")
+    del x, y
+    return 2 * (1 << 31) / (ms * 1e-3)
+
+
+def bench(fn, rep_ms: int) -> float:
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=max(5, rep_ms // 4), rep=rep_ms, return_mode="median") * 1e3
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="DeepSeek V4 attention tasks: eager vs compiled reference vs kernel vs HBM roofline")
+    ap.add_argument("--quick", action="store_true", help=f"only shapes {sorted(QUICK)}")
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (saves its compile time)")
+    ap.add_argument("--rep-ms", type=int, default=40, help="do_bench rep budget per measurement (ms)")
+    ap.add_argument("--json", help="write every row to this file")
+    ap.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tests: interpreter shapes on CPU
+    args = ap.parse_args(argv)
+    if args.smoke:
+        return smoke(args)
+    if not torch.cuda.is_available():
+        print("bench/dsv4.py: needs a CUDA GPU (on CPU, run tests/dsv4 in the Triton interpreter)", file=sys.stderr)
+        return 2
+    names = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    unknown = [n for n in names if n not in TASKS]
+    if unknown:
+        print(f"bench/dsv4.py: --tasks: unknown {unknown} (choose from {TASKS})", file=sys.stderr)
+        return 2
+    torch._dynamo.config.cache_size_limit = 64
+    bw = copy_bandwidth()
+    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  copy bandwidth {bw / 1e12:.2f} TB/s", flush=True)
+    rows = []
+    for name in names:
+        task = load_task(name, check_null=False)
+        ref = task.load_reference()
+        kmod = load_module(task.baseline_path, f"bench_kernel_{name}")
+        kfn = getattr(kmod, task.entry)
+        compiled = None if args.no_compile else torch.compile(ref.reference, dynamic=True)
+        for shape in task.shapes:
+            if args.quick and shape.name not in QUICK:
+                continue
+            t0 = time.time()
+            try:
+                row = measure(name, task, ref, kmod, kfn, compiled, shape, bw, args.rep_ms)
+            except Exception as e:  # one broken shape must not cost the rest of a GPU session
+                print(f"{name:18s} {shape.name:18s} ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+                torch.cuda.empty_cache()
+                continue
+            row["wall_s"] = time.time() - t0
+            rows.append(row)
+            c = f"{row['compile_us']:9.1f}" if row["compile_us"] else "        -"
+            print(f"{name:18s} {shape.name:18s} {row['mib']:8.1f} MiB roof {row['roof_us']:8.1f} | eager {row['eager_us']:9.1f}"
+                  f" compile {c} kernel {row['kernel_us']:9.1f} us | {row['pct_roof']:5.1f}% roof | splits {row['splits']}"
+                  f" | {'ok' if row['ok'] else 'FAIL: ' + str(row['error'])[:60]} ({row['wall_s']:.0f}s)", flush=True)
+            torch.cuda.empty_cache()
+    print_table(rows, bw)
+    if args.json:
+        Path(args.json).write_text(json.dumps(dict(bandwidth=bw, device=torch.cuda.get_device_name(), rows=rows), indent=1))
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+def measure(name, task, ref, kmod, kfn, compiled, shape, bw, rep_ms, device="cuda", timer=None) -> dict:
+    timer = timer or bench
+    inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, device)
+    expected = ref.reference(*inputs)
+    out = kfn(*inputs)
+    err = compare(task, ref, out, expected, inputs, "bfloat16")
+    launch = getattr(kmod, "last_launch", {})
+    row = dict(task=name, shape=shape.name, dims=shape.dims, mib=ref.bytes_moved(shape.dims, torch.bfloat16) / 2**20,
+               ok=err is None, error=err, splits=launch.get("splits"), grid=str(launch.get("grid")))
+    row["roof_us"] = ref.bytes_moved(shape.dims, torch.bfloat16) / bw * 1e6
+    row["eager_us"] = timer(lambda: ref.reference(*inputs), rep_ms)
+    row["kernel_us"] = timer(lambda: kfn(*inputs), rep_ms)
+    row["compile_us"] = None
+    if compiled is not None:
+        try:
+            compiled(*inputs)
+            row["compile_us"] = timer(lambda: compiled(*inputs), rep_ms)
+        except Exception as e:  # report, don't die: the other columns still stand
+            row["compile_error"] = f"{type(e).__name__}: {str(e)[:120]}"
+    row["pct_roof"] = 100 * row["roof_us"] / row["kernel_us"]
+    return row
+
+
+def smoke(args) -> int:
+    """The bench's code path on CPU in the interpreter (interpreter shapes, wall clock): for tests
+    only; the times it prints are not kernel speeds."""
+    def wall(fn, _rep):
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e6
+    rows = []
+    for name in [t.strip() for t in args.tasks.split(",") if t.strip()]:
+        task = load_task(name, check_null=False)
+        ref = task.load_reference()
+        kmod = load_module(task.baseline_path, f"bench_kernel_{name}")
+        for shape in task.interpreter_shapes[:1]:
+            rows.append(measure(name, task, ref, kmod, getattr(kmod, task.entry), None, shape, 1e12, 0, "cpu", wall))
+    print_table(rows, 1e12, "CPU interpreter (smoke test; times are not kernel speeds)")
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+def print_table(rows, bw, device=None) -> None:
+    device = device or torch.cuda.get_device_name()
+    print(f"\n## DeepSeek V4 attention tasks on {device} (copy bw {bw / 1e12:.2f} TB/s; "
+          f"times in us, median, L2 flushed; do_bench)")
+    print("| task | shape | MiB | roofline | eager | compiled | kernel | kernel % roof | x eager | x compiled | KV splits | check |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        comp = r["compile_us"]
+        cols = [r["task"].removeprefix("dsv4_"), r["shape"], f"{r['mib']:.1f}", f"{r['roof_us']:.1f}",
+                f"{r['eager_us']:.1f}", f"{comp:.1f}" if comp else "-", f"{r['kernel_us']:.1f}",
+                f"{r['pct_roof']:.0f}%", f"{r['eager_us'] / r['kernel_us']:.2f}",
+                f"{comp / r['kernel_us']:.2f}" if comp else "-", str(r["splits"]), "ok" if r["ok"] else "FAIL"]
+        print("| " + " | ".join(cols) + " |")
+    geo = [r["eager_us"] / r["kernel_us"] for r in rows]
+    if geo:
+        print(f"\ngeomean kernel speedup over eager: {math.exp(sum(map(math.log, geo)) / len(geo)):.2f}x over {len(geo)} shapes")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
