@@ -1,0 +1,90 @@
+"""Bottleneck classification on synthetic figures, ncu CSV parsing, and the CPU expectation path."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import profile as pf
+from harness.cli import main
+
+H200ISH = pf.Ceilings(copy_gbs=4000.0, matmul_tflops=700.0, launch_us=4.0)
+
+
+def test_memory_bound_near_copy_bandwidth():
+    # 2 GB moved in 600 us = 3.33 TB/s = 83% of 4 TB/s; 1 flop per 4 bytes
+    r = pf.classify(2e9, 5e8, 600.0, H200ISH)
+    assert r["bound"] == "memory" and r["expected_bound"] == "memory"
+    assert r["memory_pct"] == pytest.approx(83.33, rel=1e-3) and r["utilization"] == "near ceiling"
+    assert "memory-bound at 83% of the 4000 GB/s copy bandwidth (measured)" in r["hint"]
+
+
+def test_compute_bound_matmul_like():
+    # 8192^3 matmul: 1.1e12 flops, 400 MB; at 2 ms that is 550 TFLOP/s = 79% of 700
+    flops, nbytes = 2 * 8192 ** 3, 3 * 8192 * 8192 * 2
+    r = pf.classify(nbytes, flops, 2000.0, H200ISH)
+    assert r["bound"] == "compute" and r["expected_bound"] == "compute"
+    assert r["compute_pct"] == pytest.approx(100 * flops / 700e12 / 2e-3, rel=1e-6)
+    assert r["arithmetic_intensity"] > r["ridge"] == pytest.approx(175.0)
+
+
+def test_launch_bound_from_gaps_and_launch_count():
+    # 5 launches of a tiny kernel: 3 us of GPU work in a 20 us call
+    r = pf.classify(1e4, 1e4, 20.0, H200ISH, launches=5, kernel_us=3.0)
+    assert r["bound"] == "launch" and r["launch_pct"] == pytest.approx(100.0)
+    assert "CUDA graph" in r["hint"]
+    # the same call with one launch and little gap is not launch-bound by launch count alone
+    r = pf.classify(4e7, 1e7, 20.0, H200ISH, launches=1, kernel_us=18.0)
+    assert r["bound"] == "memory" and r["launch_pct"] == pytest.approx(20.0)
+
+
+def test_far_from_both_ceilings_says_latency():
+    r = pf.classify(1e8, 1e8, 1000.0, H200ISH, launches=1, kernel_us=999.0)
+    assert r["bound"] == "memory" and r["memory_pct"] == pytest.approx(2.5)
+    assert r["utilization"].startswith("far from both") and "parallelism" in r["hint"]
+
+
+def test_unmeasured_gives_roofline_expectation_only():
+    r = pf.classify(1e6, 1.25e6, None, H200ISH)
+    assert r["bound"] == "unknown" and r["memory_pct"] is None
+    assert r["hint"] == "not measured; arithmetic intensity 1.25 flop/B vs ridge 175: expect memory-bound"
+
+
+def test_parse_ncu_csv_skips_noise():
+    text = "\n".join([
+        "==PROF== Connected to process 1234",
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"',
+        '"0","1234","python","h","_softmax_kernel","1","7","","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","81.52"',
+        '"0","1234","python","h","_softmax_kernel","1","7","","gpu__time_duration.sum","usecond","1,204.10"',
+        '"0","1234","python","h","_softmax_kernel","1","7","","launch__registers_per_thread","register/thread","32"',
+    ])
+    m = pf.parse_ncu_csv(text)
+    assert m["dram__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(81.52)
+    assert m["gpu__time_duration.sum"] == pytest.approx(1204.1)
+    assert m["kernel"] == "_softmax_kernel"
+
+
+def test_profile_command_on_cpu_is_expectation_with_pack_ceilings(capsys):
+    assert main(["profile", "softmax", "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["timing_available"] is False and p["ceilings"]["source"] == "pack:h200"
+    assert [s["name"] for s in p["shapes"]] == ["4k x 4k", "many short rows", "vocab 32k", "long rows 128k"]
+    assert all(s["expected_bound"] == "memory" and s["us"] is None for s in p["shapes"])
+    assert pf.prompt_section(p).startswith("Bottleneck profile of the incumbent (not measured: no GPU):")
+
+
+def test_profile_command_names_unknown_shape(capsys):
+    assert main(["profile", "softmax", "--shapes", "nope"]) == 2
+    assert "task.toml: no shape(s) ['nope']" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_profile_on_gpu_measures_ceilings_and_launches():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from harness.tasks import load_task
+
+    p = pf.profile_task(load_task("softmax"), shapes=["4k x 4k"], use_ncu=False)
+    s = p["shapes"][0]
+    assert p["ceilings"]["copy_gbs"] > 500 and s["launches"] >= 1 and s["bound"] in ("memory", "compute", "launch")
