@@ -591,6 +591,20 @@ def cancel_watch(cancel: threading.Event, stream: Any) -> Iterator[None]:
         done.set()
 
 
+# Where harness.prompt's user part stops being the same from one iteration to the next: the packs and
+# the task come first, then the person's ideas and the incumbent. Used when the loop passes no offset.
+STABLE_END_MARKERS = ("\n# Standing directions from the person", "\n# Incumbent (")
+
+
+def stable_prefix_end(prompt: str, explicit: int | None = 0) -> int:
+    """Chars of `prompt` that stay the same across iterations (0: unknown). A provider cache
+    breakpoint goes there, so packs and task are read from cache after the first request."""
+    if explicit and 0 < explicit < len(prompt):
+        return explicit
+    hits = [i for i in (prompt.find(m) for m in STABLE_END_MARKERS) if i > 0]
+    return min(hits) + 1 if hits else 0
+
+
 def default_prompt(ctx: ProposalContext) -> tuple[str, str]:
     """A plain prompt for when the loop gave none (no prompt builder): role, task, incumbent, history."""
     t = ctx.task
@@ -666,8 +680,7 @@ class LLMAgent:
         system, prompt = ctx.system, ctx.prompt
         if not prompt:
             system, prompt = default_prompt(ctx)
-        cut = getattr(ctx, "prompt_cut", 0) or 0
-        conv = Conversation(system, prompt, cut if 0 < cut < len(prompt) else 0)
+        conv = Conversation(system, prompt, stable_prefix_end(prompt, getattr(ctx, "prompt_cut", 0)))
         transcript = Transcript(self.transcript_dir, self.name, self.model, ctx.iteration, self._secrets)
         transcript.add("System", system)
         transcript.add("Prompt", prompt)

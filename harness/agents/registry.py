@@ -7,8 +7,9 @@
     openai-compat:URL[#MODEL]      a local OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp)
 
 Provider modules are imported only when named, so `tuner` runs without the SDKs' import cost.
-Options for LLM agents (budget, transcript_dir, prices, retry, http_client, ...) are keyword
-arguments; tuner and script ignore them.
+Options for LLM agents (budget or budget_usd, transcript_dir, prices, retry, http_client, ...) are
+keyword arguments; tuner and script ignore them. An LLM agent's `budget` (a llm.Budget) is what the
+loop consults: `agent.budget.exhausted`, `agent.budget.spent_usd`.
 """
 from __future__ import annotations
 
@@ -52,6 +53,13 @@ def make_agent(spec: str, **opts: Any) -> Agent:
             return ScriptAgent(Path(rest).expanduser())
         except FileNotFoundError as e:
             raise AgentSpecError(str(e)) from None
+    budget_usd = opts.pop("budget_usd", None)
+    if "budget" not in opts:
+        from harness.agents.llm import Budget
+
+        opts["budget"] = Budget(budget_usd)
+    elif budget_usd is not None:
+        raise AgentSpecError("give either budget= or budget_usd=, not both")
     try:
         if kind == "anthropic":
             from harness.agents.anthropic import AnthropicAgent

@@ -49,7 +49,7 @@ def test_thinking_stream_and_tool_call_give_a_proposal(ctx, tmp_path):
     assert p.meta["transcript"].endswith(".md")
 
 
-def test_stable_prefix_gets_its_own_cache_breakpoint(ctx):
+def test_explicit_prompt_cut_gets_its_own_cache_breakpoint(ctx):
     ctx.prompt_cut = ctx.prompt.index("---")  # what harness.prompt's `cut` would give
     script = Script(sse(anthropic_events(tool_args=tool_args())))
     collect(agent(script), ctx)
@@ -199,3 +199,21 @@ def test_manual_thinking_for_older_models(ctx):
     collect(agent(script, model="claude-haiku-4-5", thinking_budget=2048, effort="high"), ctx)
     assert script.bodies[0]["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert script.bodies[0]["output_config"] == {"effort": "high"}
+
+
+def test_real_prompt_gets_a_breakpoint_after_packs_and_task(task):
+    """With harness.prompt's real layout, packs + task are cached apart from incumbent and history."""
+    from harness.agents.base import ProposalContext
+    from harness.packs import Selection, discover
+    from harness.prompt import build_prompt
+
+    packs = Selection(["h200"]).resolve(discover())
+    p = build_prompt(task, task.baseline_path.read_text(), packs, [], ["pipeline the loads"], None)
+    ctx = ProposalContext(task, 1, task.baseline_path.read_text(), "c0ffee", system=p.system, prompt=p.user)
+    script = Script(sse(anthropic_events(tool_args=tool_args())))
+    collect(agent(script), ctx)
+    stable, rest = script.bodies[0]["messages"][0]["content"]
+    assert stable["cache_control"] == {"type": "ephemeral"} and "cache_control" not in rest
+    assert "h200" in stable["text"].lower() and task.summary in stable["text"]
+    assert rest["text"].startswith("# Standing directions") and "pipeline the loads" in rest["text"]
+    assert stable["text"] + rest["text"] == p.user

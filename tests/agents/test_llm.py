@@ -186,3 +186,10 @@ def test_registry_builds_each_kind(tmp_path, monkeypatch):
     assert make_agent("openai:gpt-5.4").model == "gpt-5.4"
     with pytest.raises(AgentSpecError, match="unexpected keyword"):
         make_agent("openai:gpt-5.4", colour="blue")
+
+
+def test_budget_usd_option_makes_the_agents_budget(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-00000000")
+    a = make_agent("anthropic:claude-opus-5-5", budget_usd=2.5, transcript_dir=None)
+    assert a.budget.limit_usd == 2.5 and not a.budget.exhausted
+    assert make_agent("tuner", budget_usd=2.5).name == "tuner"  # LLM options don't bother the tuner
