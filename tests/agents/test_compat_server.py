@@ -72,3 +72,29 @@ def test_server_runs_as_a_script_with_a_bounded_lifetime(ctx):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_parallel_proposals_share_one_agent_and_budget(task, tmp_path):
+    """--proposals N runs N propose() in threads on one agent: each gets its own candidate and
+    transcript, and the shared budget counts every request."""
+    from harness.agents.base import ProposalContext
+
+    budget = Budget()
+    with FakeServer(["tool"], lifetime_s=60, chunk_pause_s=0.01) as srv:
+        agent = make_agent(f"openai-compat:{srv.url}", retry=FAST, transcript_dir=tmp_path, budget=budget)
+        results: dict[int, list] = {}
+
+        def one(i: int) -> None:
+            c = ProposalContext(task, 10 + i, task.baseline_path.read_text(), "c0ffee", system="S", prompt=f"P{i}")
+            results[i] = collect(agent, c)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert sorted(results) == [0, 1, 2, 3]
+    assert all(len(of(r, Proposal)) == 1 for r in results.values())
+    assert budget.requests == 4 and budget.input_tokens == 4 * 2100
+    assert len(list(tmp_path.glob("iter-*.md"))) == 4
+    assert sorted(r["messages"][1]["content"] for r in srv.requests) == ["P0", "P1", "P2", "P3"]
