@@ -155,6 +155,25 @@ def _apply_bucket_keep(ws, record: dict) -> None:
     ws.git("update-ref", f"{BUCKET_KEPT_PREFIX}{record['iteration']:04d}", record["commit"])
 
 
+class KeepBucketsDecider:
+    """`--keep-buckets auto`: wraps the loop's decider. When a keepable candidate loses overall (the
+    harness recommends revert and nobody gave a veto reason) but wins some buckets, the reply carries
+    `buckets`; the loop's hook then calls keep_for_buckets. A person's reasoned veto is respected."""
+
+    def __init__(self, inner, task: Task, margin: float = 0.0):
+        self.inner, self.task, self.margin = inner, task, margin
+
+    def decide(self, request):
+        reply = self.inner.decide(request)
+        if (reply.action != "keep" and request.action != "keep" and request.can_keep and not reply.reason
+                and not getattr(reply, "buckets", None)):
+            wins = winning_buckets(self.task, request.verdict, self.margin)
+            if wins:
+                reply.buckets = wins  # an attribute until DecisionReply declares the field
+                reply.reason = "kept for buckets " + ", ".join(wins) + " only"
+        return reply
+
+
 def bucket_keeps(session) -> list[dict]:
     return [r for r in session.journal.read() if r.get("kind") == "BucketKeep"]
 

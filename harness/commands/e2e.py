@@ -38,8 +38,13 @@ def cmd_e2e(args) -> int:
                 kernels[task.name] = fn
                 tasks.append(task)
                 lines.append(f"  {task.name}: {what} of session {sid}")
+            for t in tasks:  # the file is the convention even before task.toml names it
+                if not t.e2e and (t.root / "e2e.py").is_file():
+                    t.e2e = "e2e.py"
             if args.workload:
                 wtask = load_task(args.workload, check_null=False)
+                if not wtask.e2e and (wtask.root / "e2e.py").is_file():
+                    wtask.e2e = "e2e.py"
             else:
                 wtask = next((t for t in tasks if t.e2e), None)
                 if wtask is None:

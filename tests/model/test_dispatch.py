@@ -175,3 +175,52 @@ def test_dispatcher_graph_capturable_and_no_slower_than_best_single(task, sessio
     for r in rows:
         assert r["graph_ok"], r
         assert r["dispatch_us"] <= r["best_single_us"] * 1.05 + 2.0, r
+
+
+def _request(v, action="revert", can_keep=True):
+    from harness.loop import DecisionRequest
+
+    return DecisionRequest(3, "c0ffee", "one pass", v, action, "slower overall", can_keep)
+
+
+def test_keep_buckets_auto_decider(task):
+    from harness.loop import AutoDecider, DecisionReply
+
+    dec = d.KeepBucketsDecider(AutoDecider(), task)
+    reply = dec.decide(_request(partial_win()))
+    assert reply.action == "revert" and reply.buckets == ["short rows", "mid rows"]
+    assert reply.reason == "kept for buckets short rows, mid rows only"
+    # never for a candidate that failed a guard, nor against a person's reasoned veto
+    assert not getattr(dec.decide(_request(partial_win(), can_keep=False)), "buckets", None)
+
+    class Veto:
+        def decide(self, request):
+            return DecisionReply("revert", "human", "too clever, unreadable")
+
+    assert not getattr(d.KeepBucketsDecider(Veto(), task).decide(_request(partial_win())), "buckets", None)
+    # an overall win is a plain keep, not a bucket keep
+    assert not getattr(dec.decide(_request(partial_win(), action="keep")), "buckets", None)
+
+
+def test_loop_with_keep_buckets_auto_moves_bucket_refs(task, session):
+    """End to end through the real Loop once loop.py has the hook (see the lead's to-do)."""
+    import inspect
+
+    from harness.agents.base import Proposal
+    from harness.loop import AutoDecider, Loop
+
+    if "buckets" not in inspect.getsource(Loop._evaluate_and_decide):
+        pytest.skip("harness/loop.py has no bucket-keep hook yet (reply.buckets -> keep_for_buckets)")
+
+    class OneShot:
+        name, model = "script", "one-shot"
+
+        def propose(self, ctx):
+            yield Proposal(ONEPASS.read_text(), "one pass")
+
+    loop = Loop(session, task, OneShot(), d.KeepBucketsDecider(AutoDecider(), task), lambda t, c, i: partial_win(),
+                max_iterations=1)
+    loop.run()
+    commit = session.workspace.candidate_ref(1)
+    assert session.workspace.refs("refs/buckets") == {"refs/buckets/short-rows": commit, "refs/buckets/mid-rows": commit}
+    assert [r["buckets"] for r in d.bucket_keeps(session)] == [["short rows", "mid rows"]]
