@@ -34,6 +34,7 @@ class Child:
         from harness.tasks import load_module
 
         self.ref = load_module(root / "reference.py", "warpsmith_task_reference")
+        sys.modules["warpsmith_task_reference"] = self.ref  # findable anyway; red-team tests use the name
         self.make_inputs = self.ref.make_inputs
         self.reference = self.ref.reference
         self.modules: dict[str, Any] = {}
@@ -125,7 +126,7 @@ class Child:
         if stream_note:
             observed.append({"rule": "no-side-streams", "message": stream_note})
         if not req.get("graph"):
-            for rule, msg in guards.check_outputs(outs, xs, self.device):
+            for rule, msg in guards.check_outputs(outs, xs, self.device, type(out)):
                 observed.append({"rule": rule, "message": msg})
             changed = guards.inputs_unchanged(xs, saved)
             if changed:
@@ -228,6 +229,12 @@ def main(argv: list[str]) -> int:
     ep = Endpoint(rfd, wfd, key)
     del key
     job, _ = ep.recv()
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if job.get("rlimit_as"):
+        lim = int(job["rlimit_as"])
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
     try:
         child = Child(ep, job)
     except BaseException as e:  # noqa: BLE001 - a broken task or torch install, not the candidate

@@ -4,7 +4,8 @@ Per shape (every shape of the device's set, long ones included), each call on in
 secret seed unless said otherwise:
   1. candidate on inputs A, allocator poisoned with pattern 1 (NaN)   -> compare with reference(A)
   2. candidate on a fresh copy of A, poisoned with pattern 2          -> compare, and with call 1
-     (reads of memory nothing wrote show up as a disagreement: "poison-inconsistent")
+     (reads of memory nothing wrote show up as a disagreement: "poison-consistent")
+  2b. candidate on new inputs F of the same shape                    -> compare (caches go stale)
   3. candidate on inputs B with every Triton launch a no-op ("ghost") -> must NOT match reference(B),
      else the result doesn't come from the kernels ("dsl-kernel-runs")
   4. GPU, unless the task opts out: capture in a CUDA graph on inputs C, copy inputs D in, replay
@@ -46,6 +47,27 @@ def _nbytes(x: Any) -> int:
     return sum(t.numel() * t.element_size() for t in xs if isinstance(t, torch.Tensor))
 
 
+def disagreement(task: Task, a: Any, b: Any) -> str | None:
+    """Do two outputs of the same inputs agree? NaN/Inf must sit in the same places; finite
+    values within the task's tolerance (a deterministic kernel gives identical bits)."""
+    import torch
+
+    tol = task.tolerance[task.dtypes[0]]
+    xs = a if isinstance(a, (tuple, list)) else (a,)
+    ys = b if isinstance(b, (tuple, list)) else (b,)
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        if x.shape != y.shape:
+            return f"output {i} shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}"
+        xf, yf = x.float(), y.float()
+        fx, fy = torch.isfinite(xf), torch.isfinite(yf)
+        if not torch.equal(fx, fy):
+            return f"output {i}: {int((fx != fy).sum())} elements are NaN/Inf in one run only"
+        d = (xf[fx] - yf[fy]).abs() > tol.atol + tol.rtol * yf[fy].abs()
+        if d.any():
+            return f"output {i}: {int(d.sum())} of {d.numel()} elements differ between the runs"
+    return None
+
+
 def shape_entry(shape: Shape) -> dict:
     return {"name": shape.name, "dims": dict(shape.dims), "long": shape.long, "correct": False, "error": None,
             "candidate_us": None, "incumbent_us": None, "speedup": None, "roofline_pct": None,
@@ -70,11 +92,16 @@ def check_all(run: "_Run", child: "ChildProcess", task: Task, ref_mod: ModuleTyp
     from harness.evaluate.runner import derive_seed
 
     all_ok = True
-    for shape in shapes:
+    for i, shape in enumerate(shapes):
         entry = shape_entry(shape)
         run.shapes.append(entry)
-        ok = _check_shape(run, child, task, ref_mod, shape, entry, on_gpu, opts,
-                          lambda *p, s=shape: derive_seed(secret, s.name, *p))
+        try:
+            ok = _check_shape(run, child, task, ref_mod, shape, entry, on_gpu, opts,
+                              lambda *p, s=shape: derive_seed(secret, s.name, *p))
+        except Exception:
+            for rest in shapes[i + 1:]:  # every shape stays in the verdict, marked as not run
+                run.shapes.append(dict(shape_entry(rest), error="not run: the child process failed earlier"))
+            raise
         all_ok = all_ok and ok
     return all_ok and not run.reasons
 
@@ -135,12 +162,19 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     r2, o2 = call({"seed": sa, "poison": 2, "out_nbytes": nb})
     out2 = judge(r2, o2, xs, exp, "output (second run, other poison)")
     if out1 is not None and out2 is not None:
-        diff = compare(task, ref_mod, out2, out1, tuple(xs), dtype)
+        diff = disagreement(task, out1, out2)
         if diff:
             run.reject("guard", "poison-consistent",
                        f"{tag}two runs on the same inputs with differently poisoned memory disagree ({diff}); the "
                        "kernel reads memory it never wrote (uninitialised or stale)")
             fails.append("poison-inconsistent")
+
+    # 2b: fresh values of the same shape: a result cached by shape, pointer or id is now stale
+    if r1.get("ok"):
+        sf = seed_of("f")
+        xf, expf = _make(ref_mod, task, shape, sf)
+        rf, of = call({"seed": sf, "poison": 1, "out_nbytes": nb})
+        judge(rf, of, xf, expf, "output (fresh inputs)")
 
     # 3: ghost replay: the output must depend on the DSL's kernels
     if r1.get("ok") and r1.get("launches", 0) > 0:

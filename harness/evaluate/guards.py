@@ -183,11 +183,15 @@ def overlaps(a: Any, b: Any) -> bool:
     return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
 
 
-def check_outputs(outs: list[Any], inputs: list[Any], device: str) -> list[tuple[str, str]]:
+def check_outputs(outs: list[Any], inputs: list[Any], device: str,
+                  container: type | None = None) -> list[tuple[str, str]]:
     """Plain torch.Tensor, own storage, right device, no alias of an input or of each other."""
     import torch
 
     bad: list[tuple[str, str]] = []
+    if container is not None and container not in (torch.Tensor, tuple):
+        bad.append(("output-fresh", f"the entry returned a {container.__name__}; return a torch.Tensor "
+                                    "(or a tuple of them)"))
     for i, o in enumerate(outs):
         if type(o) is not torch.Tensor:
             kind = "a torch.Tensor subclass" if isinstance(o, torch.Tensor) else type(o).__name__

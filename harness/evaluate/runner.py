@@ -11,7 +11,6 @@ import hashlib
 import math
 import os
 import re
-import resource
 import secrets
 import select
 import shutil
@@ -129,18 +128,10 @@ class ChildProcess:
         res_r, res_w = os.pipe()
         self.key = secrets.token_bytes(32)
         log = open(self.log_path, "wb")
-        cap = self.mem_cap
-
-        def limits() -> None:  # runs in the child before exec
-            if not on_gpu:  # CUDA reserves huge virtual ranges; there the watchdog enforces the cap
-                resource.setrlimit(resource.RLIMIT_AS, (cap + 8 * 2**30, cap + 8 * 2**30))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
         self.proc = subprocess.Popen(
             [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w)],
             cwd=self.cwd, env=scrubbed_env(on_gpu=on_gpu, home=str(self.cwd)), stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, pass_fds=(req_r, res_w), start_new_session=True,
-            preexec_fn=limits,
         )
         log.close()
         os.close(req_r)
@@ -150,7 +141,10 @@ class ChildProcess:
         self.deadline = math.inf
         self.peak_rss = 0
         os.write(req_w, self.key)
-        self.ep.send({"task_root": str(task.root), "entry": task.entry, "dtype": task.dtypes[0], "on_gpu": on_gpu})
+        # The child caps its own address space before importing anything of the candidate's (CPU
+        # only: CUDA reserves huge virtual ranges); the RSS watchdog in _wait is the backstop.
+        self.ep.send({"task_root": str(task.root), "entry": task.entry, "dtype": task.dtypes[0], "on_gpu": on_gpu,
+                      "rlimit_as": None if on_gpu else self.mem_cap + 8 * 2**30})
 
     def _wait(self, fd: int) -> None:
         while True:

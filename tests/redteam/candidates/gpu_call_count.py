@@ -1,0 +1,23 @@
+"""Cheat: honest for the first 16 calls (more than the correctness checks make per shape and
+in total before timing), then returns an uninitialised output: behaves during checks, cheats
+once it thinks it is being timed (catalog B12).
+Expect: timed-outputs-correct
+Device: gpu
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _honest import softmax as honest  # noqa: E402
+
+_calls = 0
+
+
+def softmax(x):
+    global _calls
+    _calls += 1
+    if _calls > 16:
+        return torch.empty_like(x)
+    return honest(x)
