@@ -55,6 +55,7 @@ class AnthropicAgent(LLMAgent):
             raise AgentConfigError(f"anthropic: thinking_budget must be >= 1024 and below max_tokens "
                                    f"({self.max_tokens}); got {self.thinking_budget}")
         self.effort = effort or section.get("effort")
+        self._display = True  # "display": "summarized"; dropped if a model refuses the field
         timeout = httpx2.Timeout(connect=15.0, read=float(read_timeout_s or section.get("read_timeout_s", 300)),
                                  write=60.0, pool=60.0)
         self.client = anthropic.Anthropic(api_key=key, base_url=base_url or section.get("base_url") or None,
@@ -65,7 +66,7 @@ class AnthropicAgent(LLMAgent):
             return None
         if self.thinking == "enabled":
             return {"type": "enabled", "budget_tokens": self.thinking_budget}
-        return {"type": "adaptive", "display": "summarized"}
+        return {"type": "adaptive", "display": "summarized"} if self._display else {"type": "adaptive"}
 
     def _messages(self, conv: Conversation) -> list[dict]:
         cache = {"type": "ephemeral"}
@@ -156,6 +157,23 @@ class AnthropicAgent(LLMAgent):
                             answer.input_tokens = u.input_tokens + answer.cached_tokens + answer.cache_write_tokens
                 elif kind == "message_stop":
                     answer.complete = True
+
+    def _on_bad_request(self, failure: Failure, exc: BaseException) -> str | None:
+        """Thinking options differ per model generation; adapt once rather than stop the session."""
+        msg = failure.message.lower()
+        if self._display and self.thinking != "off" and "display" in msg:
+            self._display = False
+            return f"{self.model} refused thinking.display ({failure.message}); retrying without it"
+        if "thinking" in msg or "adaptive" in msg or "budget_tokens" in msg:
+            if self.thinking == "adaptive" and not getattr(self, "_tried_enabled", False):
+                self._tried_enabled = True
+                self.thinking = "enabled"
+                return f"{self.model} refused adaptive thinking ({failure.message}); retrying with budget_tokens"
+            if self.thinking == "enabled" and not getattr(self, "_tried_adaptive", False):
+                self._tried_adaptive = True
+                self.thinking = "adaptive"
+                return f"{self.model} refused manual thinking ({failure.message}); retrying with adaptive thinking"
+        return None
 
     def _fatal_message(self, failure: Failure) -> str:
         if failure.status == 401:

@@ -46,6 +46,7 @@ class OpenAIAgent(LLMAgent):
         # "auto" asks for summaries; "off" sends no reasoning block (models without reasoning refuse it).
         self.reasoning_summary = reasoning_summary or section.get("reasoning_summary", "auto")
         self.max_output_tokens = max_output_tokens or section.get("max_output_tokens")
+        self._cache_key = True
         # base_url: argument, then config, then OPENAI_BASE_URL (which the SDK reads itself).
         self.client = openai.OpenAI(api_key=key, base_url=base_url or section.get("base_url") or None,
                                     max_retries=0,
@@ -67,9 +68,10 @@ class OpenAIAgent(LLMAgent):
                        "parameters": SUBMIT_TOOL_SCHEMA, "strict": True}],
             "tool_choice": "auto",
             "store": False,
-            # Same key for every request of a task: OpenAI routes them to the same prompt cache.
-            "prompt_cache_key": f"warpsmith-{ctx.task.name}",
         }
+        if self._cache_key:
+            # Same key for every request of a task: OpenAI routes them to the same prompt cache.
+            params["prompt_cache_key"] = f"warpsmith-{ctx.task.name}"
         if conv.system:
             params["instructions"] = conv.system
         if self.reasoning_summary != "off":
@@ -130,6 +132,17 @@ class OpenAIAgent(LLMAgent):
                     raise ProviderError(event.code, event.message)
         answer.tool_calls = [ToolCall(calls[k]["name"], calls[k]["args"], calls[k]["call_id"]) for k in order
                              if k in calls]
+
+    def _on_bad_request(self, failure: Failure, exc: BaseException) -> str | None:
+        """Models without reasoning and proxies without prompt_cache_key refuse those fields: drop them."""
+        msg = failure.message.lower()
+        if self.reasoning_summary != "off" and "reasoning" in msg:
+            self.reasoning_summary = "off"
+            return f"{self.model} refused the reasoning options ({failure.message}); retrying without them"
+        if self._cache_key and "prompt_cache_key" in msg:
+            self._cache_key = False
+            return f"the endpoint refused prompt_cache_key ({failure.message}); retrying without it"
+        return None
 
     @staticmethod
     def _take_usage(response: Any, answer: Answer) -> None:

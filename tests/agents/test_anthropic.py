@@ -217,3 +217,18 @@ def test_real_prompt_gets_a_breakpoint_after_packs_and_task(task):
     assert "h200" in stable["text"].lower() and task.summary in stable["text"]
     assert rest["text"].startswith("# Standing directions") and "pipeline the loads" in rest["text"]
     assert stable["text"] + rest["text"] == p.user
+
+
+def test_a_model_refusing_adaptive_thinking_gets_budget_tokens(ctx):
+    script = Script(error(400, "invalid_request_error", "thinking.type: adaptive is not supported for this model"),
+                    sse(anthropic_events(tool_args=tool_args())))
+    events = collect(agent(script, model="claude-future-1"), ctx)
+    assert "retrying with budget_tokens" in of(events, Notice)[0].message
+    assert script.bodies[1]["thinking"] == {"type": "enabled", "budget_tokens": 16000}
+    assert len(of(events, Proposal)) == 1
+
+
+def test_other_bad_requests_are_fatal(ctx):
+    script = Script(error(400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum"))
+    [ex] = of(collect(agent(script), ctx), Exhausted)
+    assert ex.fatal and "prompt is too long" in ex.reason and len(script.requests) == 1

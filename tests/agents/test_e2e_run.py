@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fake_server import CANDIDATE, FakeServer
 
 
+@pytest.mark.slow
 def test_run_keeps_the_served_candidate(tmp_path):
     with FakeServer(["tool"], lifetime_s=300) as srv:
         proc = subprocess.run(

@@ -209,3 +209,12 @@ def test_normalize_base_url():
     assert normalize_base_url("https://h/api/openai") == "https://h/api/openai"
     with pytest.raises(ValueError, match="not an http"):
         normalize_base_url("127.0.0.1:8000")
+
+
+def test_model_without_reasoning_drops_the_reasoning_block(ctx):
+    refuse = error(400, "unsupported_parameter", "Unsupported parameter: 'reasoning.summary' is not supported "
+                   "with this model.", openai_style=True)
+    script = Script(refuse, sse(responses_events(summary=[], fn_args=tool_args())))
+    events = collect(oa(script, model="gpt-4.1"), ctx)
+    assert "retrying without them" in of(events, Notice)[0].message
+    assert "reasoning" not in script.bodies[1] and len(of(events, Proposal)) == 1
