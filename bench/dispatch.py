@@ -47,24 +47,48 @@ def sweep_shapes(task: Task, spec: str) -> list[Shape]:
     return [Shape(f"{dim}={v}", {**base, dim: int(v)}) for v in values.split(",") if v]
 
 
+DEVICE = "cuda"
+DRY_RUN = False  # --dry-run: the plumbing on a CPU (Triton interpreter, wall clock); never kernel speeds
+
+
+def _wall_us(fn, inputs, reps: int = 3) -> float:
+    import statistics
+    import time
+
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn(*inputs)
+        out.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(out)
+
+
 def _time(fn, inputs) -> tuple[float | None, float | None, str | None]:
-    """(eager us, graph us, error)."""
+    """(eager us, graph us, error): medians, L2 flushed between reps by do_bench."""
+    if DRY_RUN:
+        try:
+            us = _wall_us(fn, inputs)
+        except Exception as e:
+            return None, None, f"{type(e).__name__}: {str(e)[:160]}"
+        return us, us, None
     import triton.testing
 
     try:
         fn(*inputs)
         torch.cuda.synchronize()
-        eager = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=100) * 1e3
+        eager = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=100, return_mode="median") * 1e3
     except Exception as e:  # a kernel that can't run a shape loses it, with the reason shown
         return None, None, f"{type(e).__name__}: {str(e)[:160]}"
     try:
-        graph = triton.testing.do_bench_cudagraph(lambda: fn(*inputs), rep=100) * 1e3
+        graph = triton.testing.do_bench_cudagraph(lambda: fn(*inputs), rep=100, return_mode="median") * 1e3
     except Exception as e:
         return eager, None, f"graph: {type(e).__name__}: {str(e)[:160]}"
     return eager, graph, None
 
 
 def _graph_replay_matches(fn, inputs) -> bool:
+    if DRY_RUN:  # no graphs on a CPU: only that two eager calls agree
+        return bool(torch.equal(fn(*inputs), fn(*inputs)))
     out = fn(*inputs)
     torch.cuda.synchronize()
     s = torch.cuda.Stream()
@@ -88,7 +112,7 @@ def measure_dispatcher(task: Task, path: Path, shapes: list[Shape] | None = None
     impls = mod.kernels()  # {label: fn}, the default included
     rows = []
     for shape in shapes or task.shapes:
-        inputs = ref.make_inputs(shape.dims, dtype, 0, "cuda")
+        inputs = ref.make_inputs(shape.dims, dtype, 0, DEVICE)
         expected = ref.reference(*inputs)
         bucket, routed = mod.route(*inputs)
         row = {"shape": shape.name, "dims": shape.dims, "bucket": bucket, "routed": routed, "kernels": {}}
@@ -111,13 +135,14 @@ def measure_dispatcher(task: Task, path: Path, shapes: list[Shape] | None = None
         row["correct"] = bool(disp["correct"])
         rows.append(row)
         del inputs, expected
-        torch.cuda.empty_cache()
+        if not DRY_RUN:
+            torch.cuda.empty_cache()
     return rows
 
 
 def print_rows(rows: list[dict]) -> None:
     labels = list(rows[0]["kernels"]) if rows else []
-    head = f"{'shape':<22} {'bucket':<12} {'routed to':<26}" + "".join(f" {lb[:16]:>16}" for lb in labels)
+    head = f"{'shape':<22} {'bucket':<12} {'routed to':<26}" + "".join(f" {lb[:20]:>20}" for lb in labels)
     print("graph-replay us per call (eager us in brackets); * = fastest single implementation")
     print(head + f" {'vs default':>10} {'vs best':>8} graph")
     for r in rows:
@@ -125,10 +150,10 @@ def print_rows(rows: list[dict]) -> None:
         for lb in labels:
             k = r["kernels"][lb]
             if k["graph_us"] is None:
-                cells.append(f" {'ERR' if k['error'] else '-':>16}")
+                cells.append(f" {'ERR' if k['error'] else '-':>20}")
                 continue
             star = "*" if lb == r["best_single"] else " "
-            cells.append(f" {k['graph_us']:>7.1f}{star}({k['eager_us']:>6.1f})")
+            cells.append(f" {k['graph_us']:>9.1f}{star}({k['eager_us']:>8.1f})")
         vs_def = f"{r['default_us'] / r['dispatch_us']:.3f}x" if r["dispatch_us"] and r["default_us"] else "n/a"
         vs_best = f"{r['best_single_us'] / r['dispatch_us']:.3f}x" if r["dispatch_us"] and r["best_single_us"] else "n/a"
         print(f"{r['shape'][:22]:<22} {str(r['bucket'])[:12]:<12} {r['routed'][:26]:<26}" + "".join(cells)
@@ -149,7 +174,7 @@ def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Pa
         fn = getattr(load_module(kpath, f"warpsmith_bench_k{it}"), task.entry)
         vshapes = []
         for shape in shapes:
-            inputs = ref.make_inputs(shape.dims, dtype, 0, "cuda")
+            inputs = ref.make_inputs(shape.dims, dtype, 0, DEVICE)
             expected = ref.reference(*inputs)
             c_eager, c_graph, c_err = _time(fn, inputs)
             i_eager, i_graph, _ = _time(baseline, inputs)
@@ -160,7 +185,8 @@ def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Pa
             print(f"  {kpath.name} {shape.name:<22} candidate {c_graph or float('nan'):8.1f} us  baseline "
                   f"{i_graph or float('nan'):8.1f} us  {'ok' if ok else 'FAIL ' + str(c_err)}")
             del inputs, expected
-            torch.cuda.empty_cache()
+            if not DRY_RUN:
+                torch.cuda.empty_cache()
         sp = [s["speedup"] for s in vshapes if s["speedup"]]
         verdict = {"accepted": all(s["correct"] for s in vshapes), "stage": "done", "reasons": [], "shapes": vshapes,
                    "timing_available": True, "geomean_speedup": math.exp(sum(map(math.log, sp)) / len(sp)) if sp else None,
@@ -187,8 +213,17 @@ def main() -> int:
     ap.add_argument("--sweep", default="", help="DIM=v1,v2,... extra shapes from the first shape's dims")
     ap.add_argument("--out", type=Path, default=None, help="where to write the dispatcher (default: temp)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--dry-run", action="store_true",
+                    help="check the plumbing on a CPU: Triton interpreter, interpreter shapes, wall clock (not speeds)")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
+    global DEVICE, DRY_RUN
+    if args.dry_run:
+        import os
+
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        DEVICE, DRY_RUN = "cpu", True
+        print("DRY RUN: CPU wall clock of the Triton interpreter; these are not kernel speeds")
+    elif not torch.cuda.is_available():
         print("bench/dispatch.py needs a CUDA GPU (timing and graph capture)", file=sys.stderr)
         return 2
     task = load_task(args.task, check_null=False)
@@ -197,8 +232,12 @@ def main() -> int:
     if not task.buckets:
         print(f"{task.toml_path}: no [[buckets]]; pass --buckets name:dim:lo:hi,...", file=sys.stderr)
         return 2
-    shapes = task.shapes + sweep_shapes(task, args.sweep)
-    print(f"{task.name} on {torch.cuda.get_device_name(0)}; buckets: "
+    if DRY_RUN:
+        shapes = [s for _, s in d.probe_shapes(task)]
+    else:
+        shapes = task.shapes + sweep_shapes(task, args.sweep)
+    gpu = "cpu (dry run)" if DRY_RUN else torch.cuda.get_device_name(0)
+    print(f"{task.name} on {gpu}; buckets: "
           + ", ".join(f"{b.name}=[{b.lo},{b.hi if b.hi < 2**61 else 'inf'})" for b in task.buckets))
     with tempfile.TemporaryDirectory(prefix="warpsmith-dispatch-") as tmp:
         if args.check:
@@ -219,7 +258,7 @@ def main() -> int:
         print(f"dispatcher: correct and capturable on {len(rows) - len(bad)}/{len(rows)} shapes; "
               f"slower than the best single kernel (>5% + 1 us) on {slower or 'none'}")
         if args.json:
-            args.json.write_text(json.dumps({"task": task.name, "gpu": torch.cuda.get_device_name(0),
+            args.json.write_text(json.dumps({"task": task.name, "gpu": gpu, "dry_run": DRY_RUN,
                                              "dispatcher": Path(path).read_text(), "rows": rows}, indent=2, default=str))
     return 0 if not bad else 1
 

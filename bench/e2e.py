@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.e2e import CudaGraphTimer, E2EError, format_stack, load_kernel, stack  # noqa: E402
+from harness.e2e import CudaGraphTimer, E2EError, format_stack, load_kernel, stack, wall_timer  # noqa: E402
 from harness.tasks import TaskError, load_task  # noqa: E402
 
 
@@ -37,10 +37,16 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--dry-run", action="store_true",
+                    help="check the plumbing on a CPU: Triton interpreter, tiny sizes, wall clock (not speeds)")
     args = ap.parse_args()
+    if args.dry_run:
+        import os
+
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     import torch
 
-    if not torch.cuda.is_available():
+    if not args.dry_run and not torch.cuda.is_available():
         print("bench/e2e.py needs a CUDA GPU (CUDA-graph timing)", file=sys.stderr)
         return 2
     try:
@@ -53,12 +59,16 @@ def main() -> int:
             task = load_task(name, check_null=False)
             kernels[task.name] = load_kernel(task, Path(path), Path(path).stem)
         options = {k: _value(v) for k, _, v in (o.partition("=") for o in args.option)}
-        result = stack(wtask, kernels, device="cuda", timer=CudaGraphTimer(), reps=args.reps, rounds=args.rounds,
+        if args.dry_run:
+            print("DRY RUN: CPU wall clock of the Triton interpreter; these are not kernel speeds")
+        result = stack(wtask, kernels, device="cpu" if args.dry_run else "cuda",
+                       timer=wall_timer if args.dry_run else CudaGraphTimer(),
+                       reps=2 if args.dry_run else args.reps, rounds=2 if args.dry_run else args.rounds,
                        options=options)
     except (TaskError, E2EError) as e:
         print(f"bench/e2e.py: {e}", file=sys.stderr)
         return 2
-    result["gpu"] = torch.cuda.get_device_name(0)
+    result["gpu"] = "cpu (dry run)" if args.dry_run else torch.cuda.get_device_name(0)
     result["kernels"] = dict(a.partition("=")[::2] for a in args.kernel)
     result["options"] = options
     print(f"{result['gpu']}")

@@ -32,7 +32,7 @@ from harness.tasks import Bucket, Shape, Task, compare, load_module
 
 BUCKET_REF_PREFIX = "refs/buckets/"
 BUCKET_KEPT_PREFIX = "refs/kept-buckets/"
-DEFAULT_DEFAULT = "reference:reference"  # a task without `default` falls back to its reference (torch)
+DEFAULT_DEFAULT = "reference:reference"  # no `default` and no default.py: the reference (torch)
 
 
 class DispatchError(Exception):
@@ -290,8 +290,13 @@ def _range(b: Bucket) -> str:
 
 
 def _default_spec(task: Task) -> tuple[str, str, str | None]:
-    """(module, function, embedded source or None when it is imported by name)."""
-    spec = task.default or DEFAULT_DEFAULT
+    """(module, function, embedded source or None when it is imported by name).
+
+    task.toml `default`, else a default.py in the task folder defining the entry, else the reference."""
+    spec = task.default
+    if not spec:
+        conv = task.root / "default.py"
+        spec = f"default:{task.entry}" if conv.is_file() and f"def {task.entry}(" in conv.read_text() else DEFAULT_DEFAULT
     mod, sep, fn = spec.partition(":")
     if not sep or not mod or not fn:
         raise DispatchError(f"{task.toml_path}: default: {spec!r} is not 'module:function'")
@@ -445,7 +450,8 @@ def export_session(session, out: Path, task: Task | None = None) -> int:
     print(f"wrote dispatcher for {task.name} to {out}:")
     for r in rows:
         print(f"  {r.bucket.name:<24} {_range(r.bucket):<28} -> {r.label}")
-    print(f"  elsewhere -> default ({task.default or DEFAULT_DEFAULT})")
+    dmod, dfn, _ = _default_spec(task)
+    print(f"  elsewhere -> default ({dmod}:{dfn})")
     return 0
 
 

@@ -224,3 +224,13 @@ def test_loop_with_keep_buckets_auto_moves_bucket_refs(task, session):
     commit = session.workspace.candidate_ref(1)
     assert session.workspace.refs("refs/buckets") == {"refs/buckets/short-rows": commit, "refs/buckets/mid-rows": commit}
     assert [r["buckets"] for r in d.bucket_keeps(session)] == [["short rows", "mid rows"]]
+
+
+def test_default_falls_back_to_default_py_then_reference(task):
+    task.default = None
+    assert d._default_spec(task)[:2] == ("default", "softmax")  # kernels/softmax/default.py: torch.softmax
+    (task.root / "default.py").unlink()
+    assert d._default_spec(task)[:2] == ("reference", "reference")
+    task.default = "nomodule_here:fn"
+    with pytest.raises(d.DispatchError, match=r"task.toml: default: module 'nomodule_here' is neither"):
+        d._default_spec(task)
