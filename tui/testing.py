@@ -6,6 +6,7 @@ Set GIT_AUTHOR_DATE / GIT_COMMITTER_DATE (see `FIXED_GIT_DATES`) for stable comm
 """
 from __future__ import annotations
 
+import functools
 import re
 import time
 from pathlib import Path
@@ -101,7 +102,7 @@ def default_verdicts(task: Task) -> list[dict]:
         verdict(task, accepted=False, stage="static", can_keep=False,
                 reasons=[{"rule": "no-torch-fallback", "message": "calls torch.softmax instead of a kernel"}],
                 violations=[{"rule": "no-torch-fallback", "message": "torch.softmax computes the answer",
-                             "line": 42, "col": 11, "snippet": "torch.softmax(x.float(), -1)"}]),
+                             "line": 38, "col": 11, "snippet": "torch.softmax(x.float(), -1)"}]),
     ]
 
 
@@ -128,12 +129,17 @@ class CannedEvaluate:
         return self.verdicts[min(len(self.calls), len(self.verdicts)) - 1]
 
 
+@functools.lru_cache(maxsize=None)
+def softmax_task() -> Task:
+    return load_task("softmax")  # imports torch via the reference: once per process
+
+
 def make_app(base: Path, *, verdicts: list[dict] | None = None, key_guard_s: float = 0.0,
-             clock: Callable[[], float] = time.monotonic, chunk_delay_s: float = 0.0, chunk_chars: int = 24,
+             clock: Callable[[], float] = time.monotonic, chunk_delay_s: float = 0.0, chunk_chars: int = 120,
              eval_delay_s: float = 0.0, iterations: int = 3, auto: bool = False, start_loop: bool = True,
              session: Session | None = None, resumed: bool = False, bell: bool = False,
              script_dir: Path | None = None) -> WarpsmithApp:
-    task = load_task("softmax")
+    task = softmax_task()
     session = session or make_session(base, task)
     script = script_dir or make_script_dir(base / "script", task)
     evaluate = CannedEvaluate(verdicts if verdicts is not None else default_verdicts(task), eval_delay_s)

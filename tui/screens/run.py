@@ -119,7 +119,8 @@ class RunScreen(Screen[None]):
                 bar.ask(req)
                 if self.wapp.decision_sent:
                     bar.sent(self.wapp.decision_sent)
-        self.refresh_bindings()
+            # Only decisions change which keys apply; the footer rebuilds itself on every refresh.
+            self.refresh_bindings()
 
     # -- bindings -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -212,6 +212,11 @@ class DiffPane(ScrollableContainer, can_focus=True):
             # Textual caps measured width at the container's; set it so the pane scrolls sideways.
             body.styles.width = max((t.cell_len for t in renderable.renderables if isinstance(t, Text)),
                                     default=1)
+            # Bring the first rule violation into view: it is why the candidate was rejected.
+            first = next((i for i, t in enumerate(renderable.renderables)
+                          if isinstance(t, Text) and t.style == MARK), None)
+            if first is not None:
+                self.call_after_refresh(self.scroll_to, y=max(0, first - 4), animate=False)
         else:
             body.styles.width = "1fr"
         body.update(renderable)
