@@ -1,9 +1,10 @@
 """Baseline HCA decode: flash-decoding in two Triton launches.
 
 1. `_hca_partial`, grid (batch, splits, head blocks): each program walks its slice of the combined
-   key axis [128 window slots | N128 compressed entries] (entries j >= n_visible[b] skipped), and keeps an online softmax (fp32 max/sum, bf16 P into the P.V dot,
-   as DeepSeek's kernel does). The key axis is split so that batch x splits x head-blocks covers
-   the GPU about twice even at batch 4: small decode batches still use every SM.
+   key axis [128 window slots | N128 compressed entries] (entries j >= n_visible[b] skipped) and
+   keeps an online softmax (fp32 max/sum, bf16 P into the P.V dot, as DeepSeek's kernel does).
+   The key axis is split so that batch x splits x head-blocks covers the GPU about twice even at
+   batch 4: small decode batches still use every SM.
 2. `_hca_combine`, grid (batch, heads): merges the splits' (max, sum, acc), adds the attention
    sink to the denominator, applies the inverse RoPE to the last 64 dims, writes bf16.
 
@@ -20,11 +21,11 @@ import triton.language as tl
 # under TRITON_INTERPRET=1 the operands are upcast first; compiled GPU code is unaffected.
 INTERP = os.environ.get("TRITON_INTERPRET") == "1"
 
-BLOCK_H = 16
-BLOCK_N = 32
-D = 512
-ROPE = 64
-WINDOW = 128
+BLOCK_H = 16  # heads per program (tl.dot needs >= 16 rows)
+BLOCK_N = 32  # keys per loop step
+WAVES = 2  # split the key axis until batch x splits x head blocks >= WAVES x SMs
+# DeepSeek V4 constants, not tunables (a tuple, so the offline tuner leaves them alone).
+D, ROPE, WINDOW = 512, 64, 128
 SCALE = D ** -0.5
 
 last_launch: dict = {}  # grid facts of the latest call, read by bench/dsv4.py
@@ -132,7 +133,7 @@ def dsv4_hca_decode(q, kv_window, window_len, comp_cache, n_visible, sinks, cos,
     n_keys = WINDOW + n_entries
     n_blocks = triton.cdiv(n_keys, BLOCK_N)
     programs = B * triton.cdiv(H, BLOCK_H)
-    nsplit = max(1, min(n_blocks, triton.cdiv(2 * _num_sms(q.device), programs)))
+    nsplit = max(1, min(n_blocks, triton.cdiv(WAVES * _num_sms(q.device), programs)))
     keys_per_split = triton.cdiv(n_blocks, nsplit) * BLOCK_N
     nsplit = triton.cdiv(n_keys, keys_per_split)
     po = torch.empty(B, H, nsplit, D, device=q.device, dtype=torch.float32)
