@@ -1,0 +1,190 @@
+"""ParallelLoop and the WorkerSet machinery, with an in-process backend whose timing the test controls.
+
+Real git, real journal, real ScriptAgent; only where a job runs is faked (the real pool and Ray
+backends are exercised in test_pool.py and test_ray.py).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import events as ev
+from harness.agents.script import ScriptAgent
+from harness.evaluate.backends import EvalJob, WorkerLost, WorkerSet, _Slot
+from harness.loop import DecisionReply
+from harness.parallel import ParallelLoop
+from harness.session import Session
+from harness.tasks import load_task
+
+from .conftest import variant, write_batch
+
+TASK = load_task("softmax")
+
+
+class FakeBackend(WorkerSet):
+    """Workers that 'evaluate' by sleeping job.delay seconds; a candidate with 'LOSE' in it loses its worker."""
+
+    name = "fake"
+
+    def __init__(self, n: int = 2, delays: dict[int, float] | None = None, lose: int = 0):
+        super().__init__([_Slot(f"w{i}", str(i)) for i in range(n)])
+        self.delays = delays or {}
+        self.lose = lose  # how many times a LOSE job kills its worker
+        self.runs: list[tuple[int, str, str]] = []  # (iteration, worker, incumbent sha)
+        self.lock = threading.Lock()
+        self.start()
+
+    def _start_worker(self, slot):
+        slot.pid = 1
+
+    def _run_on(self, slot, job: EvalJob) -> dict:
+        with self.lock:
+            self.runs.append((job.iteration, slot.name, job.incumbent_sha256))
+        time.sleep(self.delays.get(job.iteration, 0.05))
+        if "LOSE" in job.candidate_source and self.lose > 0:
+            with self.lock:
+                self.lose -= 1
+            raise WorkerLost(f"{slot.name} killed")
+        return {"accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": False,
+                "candidate_sha256": job.candidate_sha256,
+                "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}}
+
+
+class Decider:
+    def __init__(self, keep: set[int] = frozenset()):
+        self.keep, self.asked = set(keep), []
+
+    def decide(self, request):
+        self.asked.append(request.iteration)
+        return DecisionReply("keep" if request.iteration in self.keep else "revert", "human")
+
+
+def job(src: str, it: int = 1) -> EvalJob:
+    return EvalJob("softmax", str(TASK.root), src, TASK.baseline_path.read_text(), it, {})
+
+
+# -- WorkerSet ------------------------------------------------------------------------------------
+def test_the_same_job_runs_once_unless_forced():
+    b = FakeBackend(1)
+    try:
+        f1, f2 = b.submit(job("A")), b.submit(job("A"))
+        assert f1 is f2
+        f1.result(timeout=5)
+        assert b.submit(job("A")) is f1  # done map too, not only in flight
+        f3 = b.submit(job("A"), force=True)
+        assert f3 is not f1 and f3.result(timeout=5)["accepted"]
+        assert len(b.runs) == 2
+    finally:
+        b.close()
+
+
+def test_a_lost_worker_gets_its_job_retried_on_another_worker_once():
+    b = FakeBackend(2, lose=1)
+    try:
+        v = b.submit(job("LOSE me")).result(timeout=10)
+        assert v["accepted"] and v["worker"]["attempts"] == 2
+        first, second = [w for _, w, _ in b.runs]
+        assert first != second  # retried elsewhere
+    finally:
+        b.close()
+
+
+def test_a_job_lost_twice_becomes_a_worker_lost_verdict():
+    b = FakeBackend(2, lose=5)
+    try:
+        v = b.submit(job("LOSE me")).result(timeout=10)
+        assert not v["accepted"] and v["stage"] == "import"
+        assert v["reasons"][0]["rule"] == "worker-lost" and "after 2 attempts" in v["reasons"][0]["message"]
+        assert v["recommendation"]["can_keep"] is False
+        assert b.submit(job("fine")).result(timeout=10)["accepted"]  # the restarted workers still work
+    finally:
+        b.close()
+
+
+def test_close_answers_queued_jobs_instead_of_hanging():
+    b = FakeBackend(1, delays={1: 0.5})
+    f1 = b.submit(job("A", 1))
+    f2 = b.submit(job("B", 2))
+    time.sleep(0.1)
+    b.close()
+    assert f1.result(timeout=5)["accepted"]
+    v2 = f2.result(timeout=5)
+    assert v2["reasons"][0]["rule"] == "worker-lost" and "closed" in v2["reasons"][0]["message"]
+
+
+# -- ParallelLoop ---------------------------------------------------------------------------------
+def script_dir(tmp_path: Path, n: int) -> Path:
+    d = tmp_path / "script"
+    write_batch(d, [(2 ** (6 + i), 4, False) for i in range(n)])
+    return d
+
+
+def run_loop(tmp_path, backend, decider, n=4, proposals=2, session=None):
+    s = session or Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / "sessions")
+    events: list[ev.Event] = []
+    loop = ParallelLoop(s, TASK, ScriptAgent(script_dir(tmp_path, n)), decider, backend, emit=events.append,
+                        max_iterations=20, proposals=proposals)
+    reason = loop.run()
+    return s, loop, events, reason
+
+
+def test_verdicts_in_any_order_decisions_in_iteration_order(tmp_path):
+    # iteration 1 is the slowest to evaluate: 2, 3 and 4 arrive first, yet 1 is decided first.
+    backend = FakeBackend(3, delays={1: 1.0, 2: 0.05, 3: 0.05, 4: 0.05})
+    decider = Decider()
+    s, loop, events, reason = run_loop(tmp_path, backend, decider, n=4, proposals=3)
+    assert reason.startswith("script: all 4 candidates")
+    assert decider.asked == [1, 2, 3, 4]
+    arrived = [e.iteration for e in events if isinstance(e, ev.EvalResult)]
+    assert sorted(arrived) == [1, 2, 3, 4] and arrived[0] != 1
+    files = [a.meta.get("script_file") for a in loop.history]
+    assert len(set(files)) == 4  # each prepared candidate proposed once, none twice
+    assert len(backend.runs) == 4
+    assert any(isinstance(e, ev.WorkerStatus) and any(w["state"] == "busy" for w in e.workers) for e in events)
+    journal = s.journal.read()
+    assert sorted(r["iteration"] for r in journal if r["kind"] == "Decision") == [1, 2, 3, 4]
+
+
+def test_a_candidate_measured_against_a_replaced_incumbent_is_measured_again(tmp_path):
+    backend = FakeBackend(2, delays={1: 0.3})
+    decider = Decider(keep={1})  # keeping 1 replaces the incumbent 2 and 3 were measured against
+    s, loop, events, _ = run_loop(tmp_path, backend, decider, n=3, proposals=2)
+    ws = s.workspace
+    kept1 = ws.candidate_ref(1)
+    assert ws.best == kept1
+    proposed = [e for e in events if isinstance(e, ev.CandidateProposed)]
+    for it in (2, 3):
+        mine = [e for e in proposed if e.iteration == it]
+        if mine[0].incumbent != kept1:  # it was in flight when 1 was kept: measured twice
+            assert len(mine) == 2 and mine[-1].incumbent == kept1
+            runs = [r for r in backend.runs if r[0] == it]
+            assert len(runs) == 2 and runs[0][2] != runs[1][2]
+        # whichever way, the verdict it was decided on was measured against the new best
+        last = [e for e in events if isinstance(e, ev.EvalResult) and e.iteration == it][-1]
+        assert last.verdict["incumbent_commit"] == kept1
+        assert ws.git("rev-parse", f"{ws.candidate_ref(it)}^") == kept1
+    assert any(isinstance(e, ev.AgentNotice) and "measuring it again" in e.message for e in events)
+
+
+def test_resume_decides_every_undecided_candidate(tmp_path):
+    backend = FakeBackend(2)
+
+    class Crash:
+        def decide(self, request):
+            raise KeyboardInterrupt  # the person killed the session at the first question
+
+    s = Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / "sessions")
+    with pytest.raises(KeyboardInterrupt):
+        run_loop(tmp_path, backend, Crash(), n=3, proposals=3, session=s)
+    undecided = {r["iteration"] for r in s.journal.read() if r["kind"] == "CandidateProposed"}
+    assert len(undecided) >= 2
+    backend2 = FakeBackend(2)
+    decider = Decider()
+    again = Session.open(s.id, base=tmp_path / "sessions")
+    _, loop, _, reason = run_loop(tmp_path, backend2, decider, n=3, proposals=2, session=again)
+    assert decider.asked[:len(undecided)] == sorted(undecided)
+    assert sorted(decider.asked) == [1, 2, 3]
+    assert "all 3 candidates" in reason
