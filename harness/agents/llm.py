@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterator, Mapping
+from typing import Any, Generator, Iterator, Mapping
 
 import httpx2
 
@@ -711,6 +711,7 @@ class LLMAgent:
                                 "transcript": str(path) if path else ""})
                 return
         finally:
+            transcript.model = self.model  # openai-compat learns its model on the first request
             try:
                 transcript.write()
             except OSError:

@@ -193,3 +193,22 @@ def test_budget_usd_option_makes_the_agents_budget(monkeypatch):
     a = make_agent("anthropic:claude-opus-5-5", budget_usd=2.5, transcript_dir=None)
     assert a.budget.limit_usd == 2.5 and not a.budget.exhausted
     assert make_agent("tuner", budget_usd=2.5).name == "tuner"  # LLM options don't bother the tuner
+
+
+def test_without_a_prompt_builder_the_agent_writes_its_own_prompt(ctx, tmp_path):
+    """A loop with no prompt builder still sends the task, entry and incumbent."""
+    from agent_streams import FAST, Script, chat_events, collect, of, sse, tool_args
+    from harness.agents.base import Proposal
+    from harness.agents.openai import OpenAICompatAgent
+
+    ctx.prompt, ctx.system = "", ""
+    ctx.ideas = ["pipeline the loads"]
+    script = Script(sse(chat_events(tool_args_json=tool_args())))
+    agent = OpenAICompatAgent("http://h:1", "", retry=FAST, transcript_dir=tmp_path,
+                              http_client=script.client())
+    agent.model = "m"
+    assert len(of(collect(agent, ctx), Proposal)) == 1
+    system, user = (m["content"] for m in script.bodies[0]["messages"])
+    assert "triton kernels" in system and "`softmax`" in system
+    assert "Row-wise softmax" in user and "pipeline the loads" in user and "_softmax_kernel" in user
+    assert "· m · iteration 3" in next(tmp_path.glob("*.md")).read_text()

@@ -1,7 +1,6 @@
 """The real openai SDK client against hand-written Responses API and Chat Completions streams."""
 from __future__ import annotations
 
-import json
 
 import httpx2
 import pytest
