@@ -738,6 +738,8 @@ class LLMAgent:
                 exc = e
                 if not ctx.cancel.is_set():
                     failure = classify(e)
+                    # A server may echo the key in an error; notices end up in the journal.
+                    failure.message = redact(failure.message, self._secrets)
             finally:
                 # Count what was spent even when the stream failed or was cancelled half-way.
                 if answer.has_usage:

@@ -217,3 +217,9 @@ def test_model_without_reasoning_drops_the_reasoning_block(ctx):
     events = collect(oa(script, model="gpt-4.1"), ctx)
     assert "retrying without them" in of(events, Notice)[0].message
     assert "reasoning" not in script.bodies[1] and len(of(events, Proposal)) == 1
+
+
+def test_a_key_echoed_in_an_error_is_redacted(ctx):
+    script = Script(error(401, "invalid_api_key", f"Incorrect API key provided: {KEY}", openai_style=True))
+    [ex] = of(collect(oa(script), ctx), Exhausted)
+    assert KEY not in ex.reason and "[redacted]" in ex.reason
