@@ -212,3 +212,20 @@ def test_without_a_prompt_builder_the_agent_writes_its_own_prompt(ctx, tmp_path)
     assert "triton kernels" in system and "`softmax`" in system
     assert "Row-wise softmax" in user and "pipeline the loads" in user and "_softmax_kernel" in user
     assert "· m · iteration 3" in next(tmp_path.glob("*.md")).read_text()
+
+
+def test_agents_command_shows_key_status_never_keys(tmp_path, monkeypatch, capsys):
+    from harness.cli import main
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-visible-never-0001")
+    assert main(["agents", "--prices"]) == 0
+    out = capsys.readouterr().out
+    assert "set (ANTHROPIC_API_KEY)" in out and "sk-ant-visible" not in out
+    assert "openai:MODEL" in out and "missing" in out and "claude-opus-5-5" in out
+    assert main(["agents", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["keys"]["openai"] == "missing" and data["price_files"][0].endswith("prices.toml")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "prices.toml").write_text("[openai\n")
+    assert main(["agents"]) == 2
+    assert "prices.toml: bad TOML" in capsys.readouterr().err
