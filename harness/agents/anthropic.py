@@ -55,7 +55,9 @@ class AnthropicAgent(LLMAgent):
             raise AgentConfigError(f"anthropic: thinking_budget must be >= 1024 and below max_tokens "
                                    f"({self.max_tokens}); got {self.thinking_budget}")
         self.effort = effort or section.get("effort")
-        self._display = True  # "display": "summarized"; dropped if a model refuses the field
+        # Ask for summarized thinking where the field exists (newer models may default to omitting it);
+        # older models never had it. A model that refuses it gets it dropped once (_on_bad_request).
+        self._display = default_thinking(model) == "adaptive"
         timeout = httpx2.Timeout(connect=15.0, read=float(read_timeout_s or section.get("read_timeout_s", 300)),
                                  write=60.0, pool=60.0)
         self.client = anthropic.Anthropic(api_key=key, base_url=base_url or section.get("base_url") or None,
@@ -64,9 +66,11 @@ class AnthropicAgent(LLMAgent):
     def _thinking_param(self) -> dict | None:
         if self.thinking == "off":
             return None
-        if self.thinking == "enabled":
-            return {"type": "enabled", "budget_tokens": self.thinking_budget}
-        return {"type": "adaptive", "display": "summarized"} if self._display else {"type": "adaptive"}
+        param: dict[str, Any] = ({"type": "enabled", "budget_tokens": self.thinking_budget}
+                                 if self.thinking == "enabled" else {"type": "adaptive"})
+        if self._display:
+            param["display"] = "summarized"
+        return param
 
     def _messages(self, conv: Conversation) -> list[dict]:
         cache = {"type": "ephemeral"}

@@ -224,7 +224,7 @@ def test_a_model_refusing_adaptive_thinking_gets_budget_tokens(ctx):
                     sse(anthropic_events(tool_args=tool_args())))
     events = collect(agent(script, model="claude-future-1"), ctx)
     assert "retrying with budget_tokens" in of(events, Notice)[0].message
-    assert script.bodies[1]["thinking"] == {"type": "enabled", "budget_tokens": 16000}
+    assert script.bodies[1]["thinking"] == {"type": "enabled", "budget_tokens": 16000, "display": "summarized"}
     assert len(of(events, Proposal)) == 1
 
 
