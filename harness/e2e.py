@@ -107,12 +107,12 @@ class CudaGraphTimer:
 
     def __init__(self, warmup: int = 3):
         self.warmup = warmup
-        self.graphs: dict[int, Any] = {}
+        self.graphs: dict[Any, Any] = {}
 
     def _graph(self, step: Callable[[], Any]):
         import torch
 
-        key = id(step)
+        key = step  # bound methods compare by (instance identity, function): one graph per workload
         if key not in self.graphs:
             s = torch.cuda.Stream()
             s.wait_stream(torch.cuda.current_stream())
@@ -127,8 +127,8 @@ class CudaGraphTimer:
                     step()
             except Exception as e:
                 raise GraphCaptureError(f"CUDA-graph capture failed: {type(e).__name__}: {str(e)[:200]}") from None
-            self.graphs[key] = (g, step)  # keep step alive so id() stays unique
-        return self.graphs[key][0]
+            self.graphs[key] = g
+        return self.graphs[key]
 
     def __call__(self, step: Callable[[], Any], reps: int) -> list[float]:
         import torch
@@ -273,6 +273,61 @@ def e2e_check(task: Task, candidate: Path | Callable, incumbent: Path | Callable
     return res
 
 
+def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float = 600.0,
+                  kernel_speedup: float | None = None) -> dict:
+    """e2e_check in a child process: candidate code never runs in the harness's own process, and
+    the child's environment is scrubbed of credentials as the evaluator's is. Same dict as e2e_check;
+    a crash or timeout comes back as a rejection (`e2e-crash`)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    try:
+        from harness.evaluate.runner import scrubbed_env
+    except ImportError:  # evaluator absent (e.g. a minimal GPU box): keep only what Python/CUDA need
+        def scrubbed_env(base=None, on_gpu=False, home=None):
+            keep = ("PATH", "HOME", "LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR", "TMPDIR")
+            env = {k: v for k, v in os.environ.items() if k in keep}
+            env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+            if not on_gpu:
+                env["TRITON_INTERPRET"] = "1"
+            return env
+    on_gpu = _default_device().startswith("cuda")
+    cmd = [sys.executable, "-m", "harness.e2e", str(task.root), str(Path(candidate).resolve()),
+           str(Path(incumbent).resolve()), json.dumps(kernel_speedup)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=scrubbed_env(on_gpu=on_gpu),
+                           cwd=str(Path(__file__).resolve().parent.parent))
+    except subprocess.TimeoutExpired:
+        return {"available": True, "accepted": False, "timing_available": False,
+                "reason": {"rule": "e2e-crash", "message": f"e2e workload timed out after {timeout_s:.0f}s"}}
+    last = (r.stdout.strip().splitlines() or [""])[-1]
+    try:
+        return json.loads(last)
+    except json.JSONDecodeError:
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        return {"available": True, "accepted": False, "timing_available": False,
+                "reason": {"rule": "e2e-crash", "message": f"e2e child exited {r.returncode}: {tail}"}}
+
+
+def _child_main(argv: list[str]) -> int:
+    """`python -m harness.e2e TASK_DIR CANDIDATE INCUMBENT KERNEL_SPEEDUP_JSON`: one JSON line out."""
+    import json
+
+    task_dir, cand, inc, ks = argv
+    task = load_task(task_dir, check_null=False)
+    if not task.e2e and (task.root / "e2e.py").is_file():
+        task.e2e = "e2e.py"
+    try:
+        res = e2e_check(task, Path(cand), Path(inc), kernel_speedup=json.loads(ks))
+    except E2EError as e:
+        res = {"available": True, "accepted": False, "timing_available": False,
+               "reason": {"rule": "e2e-crash", "message": str(e)}}
+    print(json.dumps(res, default=str))
+    return 0
+
+
 def apply_e2e(verdict: dict, e2e: dict) -> dict:
     """Fold an e2e result into an evaluator verdict: a rejection turns the recommendation to revert,
     makes the candidate unkeepable and names the rule (so the report's breakdown shows it)."""
@@ -376,5 +431,10 @@ def session_kernel(session, tmp_dir: Path) -> tuple[Task, Callable, str]:
     return task, load_kernel(task, path, session.id.replace("-", "_")), what
 
 
-__all__ = ["E2EError", "GraphCaptureError", "CudaGraphTimer", "wall_timer", "e2e_check", "apply_e2e", "stack",
+if __name__ == "__main__":
+    import sys as _sys
+
+    _sys.exit(_child_main(_sys.argv[1:]))
+
+__all__ = ["E2EError", "GraphCaptureError", "CudaGraphTimer", "wall_timer", "e2e_check", "run_e2e_check", "apply_e2e", "stack",
            "format_stack", "session_kernel", "load_workload_module", "load_kernel", "TaskError"]

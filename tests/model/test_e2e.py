@@ -129,3 +129,15 @@ def test_missing_workload_file_names_task_toml(task):
     task.e2e = "nope.py"
     with pytest.raises(e2e.E2EError, match=r"task.toml: e2e: .*nope.py does not exist"):
         e2e.e2e_check(task, incumbent, incumbent)
+
+
+def test_e2e_check_in_a_child_process(task):
+    """What the evaluator hook calls: candidate code stays out of the harness's process."""
+    res = e2e.run_e2e_check(task, ONEPASS, task.baseline_path, timeout_s=300)
+    assert res["available"] and res["correct"] and res["accepted"], res
+    # a child that dies before printing its JSON line (here: the task folder is gone) is a rejection
+    import dataclasses
+
+    gone = dataclasses.replace(task, root=task.root.parent / "gone")
+    res = e2e.run_e2e_check(gone, ONEPASS, task.baseline_path, timeout_s=300)
+    assert not res["accepted"] and res["reason"]["rule"] == "e2e-crash" and "no such task" in res["reason"]["message"]
