@@ -56,6 +56,8 @@ def scrubbed_env(base: dict[str, str] | None = None, on_gpu: bool = False, home:
     if not on_gpu:
         env["TRITON_INTERPRET"] = "1"
         env["CUDA_VISIBLE_DEVICES"] = ""
+    else:  # a test runner's TRITON_INTERPRET=1 must not turn GPU kernels into interpreted ones
+        env.pop("TRITON_INTERPRET", None)
     return env
 
 

@@ -71,7 +71,7 @@ def judge_shape(run: "_Run", entry: dict, r: dict, parent_wall_s: float, floor: 
                        "checks, wrong while being timed)")
     total_us = sum(inc["event_us"]) + sum(cand["event_us"]) + sum(inc.get("graph_us", [])) + \
         sum(cand.get("graph_us", []))
-    if total_us / 1e6 > parent_wall_s * 1.05 + 0.05:
+    if total_us / 1e6 > parent_wall_s * 1.05 + 0.002:
         run.reject("timing", "timer-disagrees",
                    f"{tag}the samples add up to {total_us / 1e6:.3f} s but only {parent_wall_s:.3f} s passed")
     for who, d in (("candidate", cand), ("incumbent", inc)):

@@ -1,20 +1,20 @@
 """The decision rule: from paired timings to a speedup with a noise band, and keep or revert.
 
 Speedup per shape = median(incumbent) / median(candidate), both from the same interleaved run.
-Its noise band is the half-width of a bootstrap 95% interval of that ratio (resampling the
-samples of each side), never below a floor (NOISE_FLOOR_PCT) that stands for what one run can't
+Its noise band is the half-width of a bootstrap 99% interval (of the paired log-ratios of the
+interleaved samples), never below a floor (NOISE_FLOOR_PCT) that stands for what one run can't
 see: drift between processes and between runs. A win smaller than the band is no win.
 """
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from dataclasses import dataclass
 
 NOISE_FLOOR_PCT = 1.0     # smallest band ever claimed (run-to-run drift a single run can't measure)
 BIG_WIN = 1.5             # wins above this are re-measured in a fresh process before they count
-BOOTSTRAP = 400
+BOOTSTRAP = 1000
+CONFIDENCE = 0.99      # a 1-in-200 chance per shape that pure noise looks like a win
 
 
 @dataclass
@@ -30,22 +30,30 @@ def median(xs: list[float]) -> float:
 
 
 def speedup_with_band(inc: list[float], cand: list[float], seed: int = 0) -> tuple[float, float]:
-    """(speedup, noise band in %): bootstrap of median(inc)/median(cand)."""
+    """(speedup, noise band in %). Speedup is median(inc) / median(cand). The band is the
+    half-width of a 99% bootstrap interval of that ratio, resampling whole pairs when the samples
+    are pairs from one interleaved run (pairing keeps drift both sides saw out of the band).
+    Never below NOISE_FLOOR_PCT."""
     if not inc or not cand:
         return float("nan"), float("nan")
+    import numpy as np
+
     sp = median(inc) / max(median(cand), 1e-9)
-    rng = random.Random(seed)
-    logs = []
-    for _ in range(BOOTSTRAP):
-        mi = median([inc[rng.randrange(len(inc))] for _ in inc])
-        mc = median([cand[rng.randrange(len(cand))] for _ in cand])
-        if mi > 0 and mc > 0:
-            logs.append(math.log(mi / mc))
-    if len(logs) < 10:
+    a, b = np.asarray(inc, dtype=float), np.asarray(cand, dtype=float)
+    rng = np.random.default_rng(seed)
+    if len(a) == len(b):  # resample pairs: both sides of a pair saw the same moment of the machine
+        idx = rng.integers(0, len(a), size=(BOOTSTRAP, len(a)))
+        mi, mc = np.median(a[idx], axis=1), np.median(b[idx], axis=1)
+    else:
+        mi = np.median(a[rng.integers(0, len(a), size=(BOOTSTRAP, len(a)))], axis=1)
+        mc = np.median(b[rng.integers(0, len(b), size=(BOOTSTRAP, len(b)))], axis=1)
+    ok = (mi > 0) & (mc > 0)
+    if ok.sum() < 100:
         return sp, float("nan")
-    logs.sort()
-    lo, hi = logs[int(0.025 * len(logs))], logs[int(0.975 * len(logs)) - 1]
-    half = (math.exp(hi) - math.exp(lo)) / 2 / max(math.exp((hi + lo) / 2), 1e-12) * 100
+    logs = np.log(mi[ok] / mc[ok])
+    tail = (1 - CONFIDENCE) / 2
+    lo, hi = float(np.quantile(logs, tail)), float(np.quantile(logs, 1 - tail))
+    half = (math.exp(hi) - math.exp(lo)) / 2 * 100
     return sp, max(half, NOISE_FLOOR_PCT)
 
 

@@ -1,0 +1,258 @@
+"""Can the timing verdict be trusted? Three numbers, from the evaluator's own timing path.
+
+    python bench/timing_trust.py                 # on a CUDA GPU
+    python bench/timing_trust.py --simulate      # anywhere: the decision rule on synthetic noise
+
+1. A/A false-keep rate: the same kernel as incumbent and candidate, --trials times (fresh seeds,
+   fresh inputs each trial, interleaved samples in one child); a trial is a false keep when the
+   decision rule would keep (speedup beyond the noise band). Goal: 0.
+2. Spread of repeated medians for a kernel of >= 100 µs: --repeats runs of the same timing on a
+   big shape; (max - min) / median of the candidate's medians. Goal: <= 1%.
+3. Detection of a real 3% improvement: the incumbent is the baseline plus extra HBM reads (from a
+   buffer larger than L2) sized so that it is truly about 3% slower, measured with many samples;
+   the rate at which the ordinary rule keeps the faster one is reported.
+Everything goes through harness.evaluate's child and timing code (the same process, L2 flush,
+input rotation and all-stream sync as `warpsmith eval`). Prints a table; --json writes details.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.evaluate import verdict as vd  # noqa: E402
+from harness.evaluate.correctness import input_bytes, n_buffers  # noqa: E402
+from harness.evaluate.runner import ChildProcess, EvalOptions, derive_seed  # noqa: E402
+from harness.tasks import load_task  # noqa: E402
+
+# The baseline with an extra pass of EXTRA_COLS reads per row from a pad buffer larger than L2;
+# `acc * 0.0` keeps the loads (the compiler can't fold it: acc could be inf/NaN) and adds 0.
+SLOW_VARIANT = '''
+import torch
+import triton
+import triton.language as tl
+
+EXTRA_COLS = {extra}
+BLOCK = 1024
+_pad = {{}}
+
+
+@triton.jit
+def _softmax_slow(x_ptr, y_ptr, pad_ptr, n_cols, n_pad, x_stride, y_stride, EXTRA: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * x_stride
+    y_row = y_ptr + row * y_stride
+    m = tl.full([BLOCK], -float("inf"), tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
+        s = s * alpha + tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    row_sum = tl.sum(s * tl.where(m == -float("inf"), 0.0, tl.exp(m - row_max)), axis=0)
+    acc = tl.zeros([BLOCK], tl.float32)
+    base = (row.to(tl.int64) * EXTRA) % n_pad
+    for start in range(0, EXTRA, BLOCK):
+        idx = (base + start + tl.arange(0, BLOCK)) % n_pad
+        acc += tl.load(pad_ptr + idx, mask=start + tl.arange(0, BLOCK) < EXTRA, other=0.0).to(tl.float32)
+    row_sum = row_sum + tl.sum(acc, axis=0) * 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+        y = tl.exp(x - row_max) / row_sum
+        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < n_cols)
+
+
+def softmax(x):
+    x = x.contiguous()
+    rows, cols = x.shape
+    pad = _pad.get(x.device)
+    if pad is None:
+        pad = _pad[x.device] = torch.ones(256 * 2**20, dtype=torch.bfloat16, device=x.device)  # 512 MB > L2
+    y = torch.empty_like(x)
+    _softmax_slow[(rows,)](x, y, pad, cols, pad.numel(), x.stride(0), y.stride(0), EXTRA=max(EXTRA_COLS, 1),
+                           BLOCK=BLOCK, num_warps=4)
+    return y
+'''
+
+
+def keep(inc: list[float], cand: list[float], seed: int) -> tuple[bool, float, float]:
+    sp, band = vd.speedup_with_band(inc, cand, seed)
+    return (sp - 1) * 100 > band, sp, band
+
+
+def time_req(child: ChildProcess, task, ref_mod, shape, dev: dict, roles: list[str], samples: int, secret: int,
+             *tag) -> dict:
+    tol = task.tolerance[task.dtypes[0]]
+    nb = n_buffers(input_bytes(ref_mod, task, shape), dev.get("l2_bytes", 50 * 2**20))
+    r, _ = child.request({"op": "time", "dims": shape.dims, "roles": roles,
+                          "seeds": [derive_seed(secret, shape.name, *tag, i) for i in range(nb + 1)],
+                          "samples": samples, "warmup": 5, "atol": tol.atol, "rtol": tol.rtol,
+                          "l2_bytes": dev.get("l2_bytes"), "graph": False,
+                          "order_seed": derive_seed(secret, "order", *tag)}, 600)
+    if not r.get("ok"):
+        raise SystemExit(f"timing failed: {r.get('error')}\n{r.get('traceback', '')}")
+    for role in roles:
+        if r["roles"][role]["bad"]:
+            raise SystemExit(f"{role}: {r['roles'][role]['bad']} timed outputs wrong")
+    return r["roles"]
+
+
+def run_gpu(args: argparse.Namespace) -> dict:
+    task = load_task(args.task)
+    ref_mod = task.load_reference()
+    shapes = {s.name: s for s in task.shapes}
+    secret = secrets.randbits(63)
+    opts = EvalOptions(on_gpu=True)
+    tmp = Path(tempfile.mkdtemp(prefix="warpsmith-bench-"))
+    child = ChildProcess(task, True, opts)
+    out: dict = {"task": task.name}
+    try:
+        hello = child.start(300)
+        assert hello.get("ok"), hello
+        dev, _ = child.request({"op": "device"}, 300)
+        out["device"] = {k: v for k, v in dev.items() if k != "ok"}
+        for role in ("incumbent", "candidate"):
+            r, _ = child.request({"op": "import", "role": role, "path": str(task.baseline_path)}, 300)
+            assert r.get("ok"), r
+
+        # 1. A/A
+        aa_shape = shapes[args.aa_shape]
+        t0 = time.monotonic()
+        aa = []
+        for t in range(args.trials):
+            res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples, secret,
+                           "aa", t)
+            k, sp, band = keep(res["incumbent"]["event_us"], res["candidate"]["event_us"], t)
+            aa.append({"keep": k, "speedup": sp, "band_pct": band,
+                       "median_us": vd.median(res["candidate"]["event_us"])})
+        out["aa"] = {"shape": aa_shape.name, "trials": len(aa), "false_keeps": sum(a["keep"] for a in aa),
+                     "speedups": [round(a["speedup"], 4) for a in aa],
+                     "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in aa), 3),
+                     "median_band_pct": round(statistics.median(a["band_pct"] for a in aa), 3),
+                     "median_us": round(statistics.median(a["median_us"] for a in aa), 2),
+                     "seconds": round(time.monotonic() - t0, 1)}
+
+        # 2. spread of repeated medians on a >= 100 µs shape
+        sp_shape = shapes[args.spread_shape]
+        meds = []
+        for rep in range(args.repeats):
+            res = time_req(child, task, ref_mod, sp_shape, dev, ["incumbent", "candidate"], args.samples, secret,
+                           "spread", rep)
+            meds.append(vd.median(res["candidate"]["event_us"]))
+        out["spread"] = {"shape": sp_shape.name, "repeats": len(meds), "medians_us": [round(m, 2) for m in meds],
+                         "median_us": round(vd.median(meds), 2), "spread_pct": round(vd.spread_pct(meds), 3),
+                         "stdev_pct": round(statistics.pstdev(meds) / vd.median(meds) * 100, 3)}
+
+        # 3. a real ~3% improvement: calibrate the slow variant with many samples, then detect
+        det_shape = shapes[args.detect_shape]
+        base_us = out["spread"]["median_us"] if det_shape is sp_shape else None
+        bytes_row = 2 * det_shape.dims.get("cols", 1)
+        candidates = [int(bytes_row * f / 2) // 1024 * 1024 for f in (0.02, 0.04, 0.06, 0.09, 0.13)]
+        roles = []
+        for extra in candidates:
+            p = tmp / f"slow_{extra}.py"
+            p.write_text(SLOW_VARIANT.format(extra=max(extra, 1024)))
+            role = f"slow{extra}"
+            r, _ = child.request({"op": "import", "role": role, "path": str(p)}, 300)
+            assert r.get("ok"), r
+            roles.append(role)
+        res = time_req(child, task, ref_mod, det_shape, dev, ["candidate"] + roles, args.calib_samples, secret, "cal")
+        cand_med = vd.median(res["candidate"]["event_us"])
+        gaps = {role: vd.median(res[role]["event_us"]) / cand_med - 1 for role in roles}
+        target = args.gain_pct / 100
+        role = min(roles, key=lambda r: abs(gaps[r] - target))
+        det = []
+        for t in range(args.detect_trials):
+            res = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret, "det", t)
+            k, sp, band = keep(res[role]["event_us"], res["candidate"]["event_us"], 1000 + t)
+            det.append({"keep": k, "speedup": sp, "band_pct": band})
+        out["detect"] = {"shape": det_shape.name, "true_gap_pct": round(gaps[role] * 100, 2),
+                         "calibration_gaps_pct": {r: round(g * 100, 2) for r, g in gaps.items()},
+                         "calibration_samples": args.calib_samples, "trials": len(det),
+                         "detected": sum(d["keep"] for d in det),
+                         "median_speedup": round(statistics.median(d["speedup"] for d in det), 4),
+                         "median_band_pct": round(statistics.median(d["band_pct"] for d in det), 3),
+                         "baseline_us": base_us}
+    finally:
+        child.close()
+    return out
+
+
+def run_simulated(args: argparse.Namespace) -> dict:
+    """The decision rule alone, on lognormal samples: A/A and a true 3% gap, 3% noise per sample."""
+    import random
+
+    rng = random.Random(1)
+
+    def draw(mu: float, n: int) -> list[float]:
+        return [mu * math.exp(rng.gauss(0, 0.03)) for _ in range(n)]
+
+    aa = [keep(draw(100, args.samples), draw(100, args.samples), t)[0] for t in range(args.trials)]
+    det = [keep(draw(100 * (1 + args.gain_pct / 100), args.samples), draw(100, args.samples), t)[0]
+           for t in range(args.detect_trials)]
+    return {"task": "simulated", "aa": {"trials": len(aa), "false_keeps": sum(aa)},
+            "detect": {"trials": len(det), "detected": sum(det), "true_gap_pct": args.gain_pct}}
+
+
+def print_table(r: dict) -> None:
+    dev = r.get("device", {})
+    print(f"timing trust — {r['task']} on {dev.get('name', 'simulated noise')}"
+          + (f" (copy {dev['copy_bw_Bps'] / 1e12:.2f} TB/s, L2 {dev['l2_bytes'] / 2**20:.0f} MiB, torch {dev['torch']}, "
+             f"triton {dev['triton']})" if dev else ""))
+    aa = r["aa"]
+    print(f"  A/A false-keep rate     {aa['false_keeps']}/{aa['trials']}"
+          + (f"  (shape {aa['shape']}, median {aa['median_us']} µs, band ±{aa['median_band_pct']}%, "
+             f"largest |gain| {aa['max_abs_gain_pct']}%)" if "shape" in aa else "") + "   goal 0")
+    if "spread" in r:
+        s = r["spread"]
+        print(f"  spread of medians       {s['spread_pct']}% (max-min)/median, stdev {s['stdev_pct']}%"
+              f"  ({s['repeats']} runs, shape {s['shape']}, median {s['median_us']} µs)   goal <= 1%")
+    d = r["detect"]
+    print(f"  real {d['true_gap_pct']}% improvement     detected {d['detected']}/{d['trials']}"
+          + (f"  (shape {d['shape']}, median speedup {d['median_speedup']}, band ±{d['median_band_pct']}%)"
+             if "shape" in d else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--task", default="softmax")
+    p.add_argument("--trials", type=int, default=50, help="A/A trials (>= 50)")
+    p.add_argument("--samples", type=int, default=40, help="timed samples per side, as `warpsmith eval` uses")
+    p.add_argument("--aa-shape", default="4k x 4k")
+    p.add_argument("--spread-shape", default="long rows 128k")
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--detect-shape", default="long rows 128k")
+    p.add_argument("--detect-trials", type=int, default=20)
+    p.add_argument("--calib-samples", type=int, default=200)
+    p.add_argument("--gain-pct", type=float, default=3.0)
+    p.add_argument("--json", type=Path, default=None, help="write the full results here")
+    p.add_argument("--simulate", action="store_true", help="no GPU: exercise the decision rule on synthetic noise")
+    args = p.parse_args(argv)
+    import torch
+
+    if not args.simulate and not torch.cuda.is_available():
+        print("timing_trust needs a CUDA GPU (timing is GPU-only); use --simulate to check the decision rule",
+              file=sys.stderr)
+        return 2
+    r = run_simulated(args) if args.simulate else run_gpu(args)
+    print_table(r)
+    if args.json:
+        args.json.write_text(json.dumps(r, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The private channel: frames round-trip exactly; a frame without the key is refused."""
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+import torch
+
+from harness.evaluate.channel import Endpoint, Forged
+
+
+def _pair():
+    r1, w1 = os.pipe()
+    key = os.urandom(32)
+    return Endpoint(r1, w1, key), Endpoint(r1, w1, key), (r1, w1)
+
+
+def test_roundtrip_keeps_bits_and_dtypes():
+    a, b, fds = _pair()
+    x = torch.randn(3, 5).to(torch.bfloat16)
+    x[0, 0] = float("nan")
+    a.send({"hello": 1}, [x, torch.arange(4, dtype=torch.int64), torch.empty(0, 2)])
+    hdr, ts = b.recv()
+    assert hdr == {"hello": 1}
+    assert ts[0].dtype == torch.bfloat16 and torch.equal(ts[0].view(torch.int16), x.view(torch.int16))
+    assert torch.equal(ts[1], torch.arange(4)) and ts[2].shape == (0, 2)
+    for fd in fds:
+        os.close(fd)
+
+
+def test_forged_frame_is_refused():
+    a, b, (r, w) = _pair()
+    body = b'{"ok": true}\n'
+    os.write(w, struct.pack(">I", len(body)) + b"\0" * 32 + body)
+    with pytest.raises(Forged):
+        b.recv()
+    os.close(r)
+    os.close(w)
+
+
+def test_replayed_frame_is_refused():
+    """A copy of an earlier genuine frame fails: the MAC covers the frame's sequence number."""
+    r, w = os.pipe()
+    key = os.urandom(32)
+    tap_r, tap_w = os.pipe()
+    Endpoint(tap_r, tap_w, key).send({"ok": True})
+    frame = os.read(tap_r, 1 << 16)
+    receiver = Endpoint(r, w, key)
+    os.write(w, frame)
+    assert receiver.recv()[0] == {"ok": True}
+    os.write(w, frame)
+    with pytest.raises(Forged):
+        receiver.recv()
+    for fd in (r, w, tap_r, tap_w):
+        os.close(fd)
