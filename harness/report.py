@@ -37,6 +37,7 @@ class Step:
     reason: str = ""
     packs: list[dict] = field(default_factory=list)
     buckets: list[str] = field(default_factory=list)  # bucket-limited keep
+    bucket_by: str = ""
 
     @property
     def speedup(self) -> float | None:
@@ -87,6 +88,7 @@ def collect(session) -> list[Step]:
             step(it).packs = list(r.get("packs") or [])
         elif kind == "BucketKeep":
             step(it).buckets = list(r.get("buckets") or [])
+            step(it).bucket_by = r.get("by", "")
     return [steps[k] for k in sorted(steps) if steps[k].commit or steps[k].verdict]
 
 
@@ -192,6 +194,9 @@ def plot_outcomes(counts: dict[str, int]) -> bytes:
     for i, v in enumerate(vals):
         ax.text(v, i, f" {v}", va="center", fontsize=8)
     ax.invert_yaxis()
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("candidates")
     ax.set_title("Outcomes (rejections by the rule that stopped them)")
     return _fig_png(fig)
@@ -208,13 +213,16 @@ class Report:
     steps: list[dict]
     buckets: list[dict]
     diff: str
+    dispatch: list[dict] = field(default_factory=list)  # the session's dispatch table, when the task has buckets
+    bucket_diffs: list[tuple[str, str]] = field(default_factory=list)  # (title, diff vs baseline) per bucket winner
 
 
 def _packs(p: list[dict]) -> str:
     return ", ".join(f"{x.get('id')}@{x.get('version')}#{str(x.get('sha256', ''))[:8]}" for x in p) or "-"
 
 
-def build_report(session) -> Report:
+def build_report(session, task=None) -> Report:
+    """`task`: the session's task when it isn't where load_task finds it by name (tests, moved folders)."""
     from harness.dispatch import bucket_keeps
 
     steps = collect(session)
@@ -232,11 +240,12 @@ def build_report(session) -> Report:
             kept.append({"iteration": s.iteration, "commit": s.commit[:10], "what": "kept" if s.action == "keep"
                          else "buckets: " + ", ".join(s.buckets), "speedup": s.speedup,
                          "model": f"{s.agent}:{s.model}" if s.model else s.agent, "packs": _packs(s.packs),
-                         "by": s.by + (" (override)" if s.override else ""), "description": s.description})
+                         "by": (s.by + (" (override)" if s.override else "")) if s.action == "keep"
+                         else s.bucket_by or s.by, "description": s.description})
     timed = any(s.speedup for s in steps)
     counts = outcome_counts(steps)
     summary = [("session", session.id), ("task", session.meta.task), ("agent", session.meta.agent),
-               ("device", str(started.get("device", "?"))),
+               ("device", str(started.get("device", "unknown (no SessionStarted record)"))),
                ("created", time.strftime("%Y-%m-%d %H:%M", time.localtime(session.meta.created))),
                ("candidates", str(len(steps))), ("kept", str(sum(1 for s in steps if s.action == "keep"))),
                ("best vs baseline", f"{total:.3f}x (product of kept steps' geomean speedups)" if timed
@@ -257,11 +266,38 @@ def build_report(session) -> Report:
               "(bytes moved over measured bandwidth).", plot_shapes(shape_times(steps))),
              ("outcomes", "What happened to each candidate; rejections are named by the rule that stopped them.",
               plot_outcomes(counts))]
+    dispatch_rows, bucket_diffs = _dispatch_section(session, baseline, task)
     step_rows = [{"iteration": s.iteration, "commit": s.commit[:10], "outcome": s.outcome,
                   "speedup": s.speedup, "model": f"{s.agent}:{s.model}" if s.model else s.agent,
                   "description": s.description, "reason": s.reason} for s in steps]
     return Report(f"warpsmith report: {session.meta.task} ({session.id})", summary, plots, kept, step_rows,
-                  bucket_rows, diff)
+                  bucket_rows, diff, dispatch_rows, bucket_diffs)
+
+
+def _dispatch_section(session, baseline: str, task=None) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The dispatch table `sessions export` would write, and each bucket winner's diff."""
+    from harness.dispatch import dispatch_table
+    from harness.tasks import TaskError, load_task
+
+    if task is None:
+        try:
+            task = load_task(session.meta.task, check_null=False)
+        except TaskError:
+            return [], []
+    if not task.buckets:
+        return [], []
+    ws, rows, diffs, seen = session.workspace, [], [], set()
+    for r in dispatch_table(session, task):
+        m = r.measurements or {}
+        hi = "inf" if r.bucket.hi >= 2**61 else str(r.bucket.hi)
+        rows.append({"bucket": r.bucket.name, "range": f"{r.bucket.dim} in [{r.bucket.lo}, {hi})", "runs": r.label,
+                     "speedup": m.get("speedup"), "shapes": ", ".join(m.get("shapes", [])) or "-"})
+        if r.kind == "bucket-keep" and r.commit not in seen:
+            seen.add(r.commit)
+            diffs.append((f"iteration {r.iteration} ({r.commit[:10]}), kept for buckets",
+                          unified_diff(ws.source(baseline), ws.source(r.commit), "baseline/kernel.py",
+                                       f"iter{r.iteration}/kernel.py")))
+    return rows, diffs
 
 
 def _fmt_speed(v: Any) -> str:
@@ -292,16 +328,22 @@ KEPT_COLS = [("iteration", "iter"), ("commit", "commit"), ("what", "kept"), ("sp
              ("description", "description")]
 STEP_COLS = [("iteration", "iter"), ("commit", "commit"), ("outcome", "outcome"), ("speedup", "speedup"),
              ("model", "agent:model"), ("description", "description"), ("reason", "veto reason")]
+DISPATCH_COLS = [("bucket", "bucket"), ("range", "range"), ("runs", "runs"), ("speedup", "speedup at keep"),
+                 ("shapes", "shapes measured")]
 BUCKET_COLS = [("iteration", "iter"), ("commit", "commit"), ("buckets", "buckets"), ("speedups", "speedup per bucket"),
                ("by", "by")]
 
 
-def render_html(rep: Report) -> str:
-    diff_lines = []
-    for line in rep.diff.splitlines():
+def _diff_html(diff: str) -> str:
+    out = []
+    for line in diff.splitlines():
         cls = "add" if line.startswith("+") else "del" if line.startswith("-") else "hunk" if line.startswith("@@") else ""
         esc = html.escape(line)
-        diff_lines.append(f'<span class="{cls}">{esc}</span>' if cls else esc)
+        out.append(f'<span class="{cls}">{esc}</span>' if cls else esc)
+    return "\n".join(out)
+
+
+def render_html(rep: Report) -> str:
     figures = "\n".join(
         f'<figure id="plot-{name}"><img alt="{html.escape(name)}" src="data:image/png;base64,'
         f'{base64.b64encode(png).decode()}"><figcaption>{html.escape(cap)}</figcaption></figure>'
@@ -318,10 +360,13 @@ def render_html(rep: Report) -> str:
 {_table(rep.kept, KEPT_COLS)}
 <h2>Bucket-limited keeps</h2>
 {_table(rep.buckets, BUCKET_COLS)}
+<h2>Dispatch table (what <code>warpsmith sessions export</code> writes)</h2>
+{_table(rep.dispatch, DISPATCH_COLS) if rep.dispatch else "<p>(the task declares no buckets)</p>"}
 <h2>Every candidate</h2>
 {_table(rep.steps, STEP_COLS)}
 <h2>Final diff against the baseline</h2>
-<pre>{chr(10).join(diff_lines) or '(best is the baseline: nothing kept)'}</pre>
+<pre>{_diff_html(rep.diff) or '(best is the baseline: nothing kept)'}</pre>
+{"".join(f"<h3>{html.escape(t)}</h3><pre>{_diff_html(dd)}</pre>" for t, dd in rep.bucket_diffs)}
 </body></html>
 """
 
@@ -348,13 +393,16 @@ def render_markdown(rep: Report, out: Path) -> str:
         parts.append(f"![{name}]({files.name}/{name}.png)\n\n{cap}\n")
     parts += ["## Kept steps and their provenance\n", _md_table(rep.kept, KEPT_COLS),
               "## Bucket-limited keeps\n", _md_table(rep.buckets, BUCKET_COLS),
+              "## Dispatch table\n", _md_table(rep.dispatch, DISPATCH_COLS) if rep.dispatch else "(no buckets)\n",
               "## Every candidate\n", _md_table(rep.steps, STEP_COLS),
               "## Final diff against the baseline\n", "```diff\n" + (rep.diff or "(nothing kept)\n") + "```\n"]
+    for t, dd in rep.bucket_diffs:
+        parts += [f"### {t}\n", "```diff\n" + dd + "```\n"]
     return "\n".join(parts)
 
 
-def write_report(session, out: Path, fmt: str = "html") -> Path:
-    rep = build_report(session)
+def write_report(session, out: Path, fmt: str = "html", task=None) -> Path:
+    rep = build_report(session, task)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = render_html(rep) if fmt == "html" else render_markdown(rep, out)

@@ -63,6 +63,7 @@ def session(tmp_path_factory):
     assert loop.run() == "iterations done"
     keep_for_buckets(s, 3, s.workspace.candidate_ref(3), ["short rows", "mid rows"], task, partial_win(),
                      by="human", reason="keep where it wins")
+    s.test_task = task  # the bucketed copy: load_task("softmax") would find the built-in one
     return s
 
 
@@ -75,7 +76,7 @@ def test_steps_and_outcomes_from_the_journal(session):
 
 
 def test_html_report_has_plots_provenance_and_diff(session, tmp_path):
-    out = write_report(session, tmp_path / "r" / "report.html")
+    out = write_report(session, tmp_path / "r" / "report.html", task=session.test_task)
     text = out.read_text()
     imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
     assert len(imgs) == 3
@@ -87,15 +88,20 @@ def test_html_report_has_plots_provenance_and_diff(session, tmp_path):
     assert '<span class="del">-BLOCK = 1024</span>' in text and '<span class="add">+BLOCK = 2048</span>' in text
     g = (40 / 30 * 36 / 30 * 300 / 280) ** (1 / 3)  # best vs baseline: the one kept step's geomean
     assert f"{g:.3f}x (product of kept steps" in text
+    # the dispatch table: short/mid from the bucket keep of iteration 3, long from the kept best (iteration 1)
+    assert "<td>short rows</td><td>cols in [1, 1025)</td><td>iter 3" in text
+    assert "<td>long rows</td><td>cols in [32769, inf)</td><td>best, iter 1" in text
+    assert "iteration 3 (" in text and "kept for buckets</h3>" in text  # the bucket winner's own diff
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text  # offline
 
 
 def test_markdown_report_writes_pngs_beside(session, tmp_path):
-    out = write_report(session, tmp_path / "report.md", fmt="md")
+    out = write_report(session, tmp_path / "report.md", fmt="md", task=session.test_task)
     text = out.read_text()
     pngs = sorted((tmp_path / "report_files").glob("*.png"))
     assert [p.name for p in pngs] == ["outcomes.png", "progress.png", "shapes.png"]
     assert "![progress](report_files/progress.png)" in text and "```diff" in text
+    assert "| short rows | cols in [1, 1025) | iter 3" in text
 
 
 def test_report_command(session, tmp_path, monkeypatch, capsys):
