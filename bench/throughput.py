@@ -1,0 +1,210 @@
+"""Candidates per minute on each evaluation backend, on the same batch, and whether their verdicts agree.
+
+    PYTHONPATH=. python bench/throughput.py softmax [--backends local,pool,ray] [--n 10]
+        [--candidates DIR] [--proposals N] [--samples 10] [--json out.json] [--keep-dir DIR]
+
+For each backend, a real session (ParallelLoop, script agent replaying the batch, every candidate
+reverted so each is measured against the same baseline) runs the whole batch; the figure is
+candidates evaluated per minute of wall time from the first proposal to the last decision, worker
+start-up excluded (reported beside it). Then each backend's verdicts are compared with the first
+backend's, candidate by candidate: accepted, stage, and reason rules must match.
+
+The batch: the prepared candidates in --candidates DIR (NN_name.py files), or --n variants of the
+task's kernel.py made by changing its tunables (BLOCK-like constants, num_warps) plus, with
+--broken, one deliberately wrong candidate (its result scaled) that every backend must reject.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness import events as ev  # noqa: E402
+from harness.evaluate import EvalOptions  # noqa: E402
+from harness.loop import DecisionReply  # noqa: E402
+
+
+class RevertAll:
+    """Measure only: every candidate is reverted, so all are measured against the same baseline."""
+
+    def decide(self, request):
+        return DecisionReply("revert", "auto")
+
+
+def variants(source: str, n: int) -> list[tuple[str, str]]:
+    """Up to n (name, source) variants of a kernel, changing its tunables two steps either way."""
+    from harness.agents.tuner import apply, find_knobs, neighbours
+
+    knobs = find_knobs(source)
+    choices = []
+    for k in knobs:
+        vals = {k.value}
+        frontier = [k]
+        for _ in range(2):
+            nxt = []
+            for kn in frontier:
+                for v in neighbours(kn):
+                    if v not in vals:
+                        vals.add(v)
+                        nxt.append(type(kn)(kn.key, kn.name, v, kn.start, kn.end))
+            frontier = nxt
+        choices.append(sorted(vals, key=lambda v: (abs(v - k.value), v)))
+    out = []
+    for combo in itertools.product(*choices):
+        if all(v == k.value for k, v in zip(knobs, combo)):
+            continue
+        name = "_".join(f"{k.name}{v}" for k, v in zip(knobs, combo))
+        changed = sum(v != k.value for k, v in zip(knobs, combo))
+        out.append((changed, name, apply(source, dict(zip(knobs, combo)))))
+    # Fewest knobs changed first: the most plausible moves an agent would try (sort is stable).
+    out.sort(key=lambda x: x[0])
+    return [(name, src) for _, name, src in out[:n]]
+
+
+def broken(source: str) -> tuple[str, str] | None:
+    """The kernel with its result scaled by 1.5: correct-looking code that must fail correctness."""
+    m = list(re.finditer(r"^(\s+)return (\w+)\s*$", source, flags=re.M))
+    if not m:
+        return None
+    last = m[-1]
+    return "broken_scaled", source[:last.start()] + f"{last.group(1)}return {last.group(2)} * 1.5" + source[last.end():]
+
+
+def make_batch(task, n: int, with_broken: bool, dest: Path) -> Path:
+    src = task.baseline_path.read_text()
+    items = variants(src, n - (1 if with_broken else 0))
+    if with_broken:
+        b = broken(src)
+        if b:
+            items.insert(len(items) // 2, b)
+    dest.mkdir(parents=True, exist_ok=True)
+    for i, (name, text) in enumerate(items, 1):
+        (dest / f"{i:02d}_{name}.py").write_text(text)
+    return dest
+
+
+def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOptions, base: Path) -> dict:
+    from harness.agents.script import ScriptAgent
+    from harness.evaluate.backends import make_evaluator
+    from harness.parallel import ParallelLoop
+    from harness.session import Session
+
+    t0 = time.monotonic()
+    evaluator = make_evaluator(spec)
+    while any(w["state"] == "starting" for w in evaluator.workers()):  # start-up is not throughput
+        time.sleep(0.1)
+    start_s = time.monotonic() - t0
+    workers = evaluator.workers()
+    session = Session.create(task.name, "script", task.baseline_path.read_text(), base=base / spec.replace(":", "_"))
+    verdicts: dict[int, dict] = {}
+    files: dict[int, str] = {}
+
+    def emit(e):
+        if isinstance(e, ev.EvalResult):
+            verdicts[e.iteration] = e.verdict
+
+    agent = ScriptAgent(folder)
+    n = len(agent.files)
+    loop = ParallelLoop(session, task, agent, RevertAll(), evaluator, emit=emit, max_iterations=n,
+                        proposals=max(proposals, evaluator.capacity()), options=options)
+    t1 = time.monotonic()
+    loop.run()
+    wall = time.monotonic() - t1
+    for a in loop.history:
+        files[a.iteration] = a.meta.get("script_file", "")
+    by_file = {files[i]: v for i, v in verdicts.items() if i in files}
+    return {"backend": spec, "workers": [f"{w['name']}(gpu {w['gpu']})" for w in workers], "start_s": round(start_s, 1),
+            "wall_s": round(wall, 1), "candidates": len(by_file),
+            "per_min": round(len(by_file) / wall * 60, 2) if wall > 0 else None,
+            "verdicts": {f: summary(v) for f, v in sorted(by_file.items())}, "device": next(
+                (v.get("device") for v in by_file.values() if v.get("device")), "")}
+
+
+def summary(v: dict) -> dict:
+    return {"accepted": v.get("accepted"), "stage": v.get("stage"),
+            "rules": sorted({r.get("rule", "") for r in v.get("reasons", [])}),
+            "action": (v.get("recommendation") or {}).get("action"),
+            "geomean_speedup": v.get("geomean_speedup")}
+
+
+def agree(a: dict, b: dict) -> list[str]:
+    """Candidates whose verdicts differ (accepted, stage, rules); timing-dependent fields aside."""
+    out = []
+    for f in sorted(set(a) | set(b)):
+        x, y = a.get(f), b.get(f)
+        if x is None or y is None or (x["accepted"], x["stage"], x["rules"]) != (y["accepted"], y["stage"], y["rules"]):
+            out.append(f)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("task", nargs="?", default="softmax")
+    p.add_argument("--backends", default="local,pool,ray", help="comma-separated --eval specs")
+    p.add_argument("--n", type=int, default=10, help="batch size when generating variants")
+    p.add_argument("--candidates", type=Path, help="a folder of prepared candidates instead")
+    p.add_argument("--broken", action="store_true", help="include one deliberately wrong candidate")
+    p.add_argument("--proposals", type=int, default=2)
+    p.add_argument("--samples", type=int, default=None, help="timed samples per side per shape (EvalOptions)")
+    p.add_argument("--json", type=Path)
+    p.add_argument("--keep-dir", type=Path, help="keep the sessions here (default: a temporary folder)")
+    a = p.parse_args(argv)
+    from harness.evaluate.backends import BackendUnavailable
+    from harness.tasks import TaskError, load_task
+
+    try:
+        task = load_task(a.task)
+    except TaskError as e:
+        print(f"throughput: {e}", file=sys.stderr)
+        return 2
+    base = a.keep_dir or Path(tempfile.mkdtemp(prefix="warpsmith-throughput-"))
+    folder = a.candidates or make_batch(task, a.n, a.broken, base / "batch")
+    if not folder.is_dir() or not list(folder.glob("*.py")):
+        print(f"throughput: {folder}: no candidate .py files", file=sys.stderr)
+        return 2
+    options = EvalOptions()
+    if a.samples:
+        options.samples = a.samples
+    results = []
+    for spec in [s.strip() for s in a.backends.split(",") if s.strip()]:
+        try:
+            r = run_backend(task, spec, folder, a.proposals, options, base)
+        except BackendUnavailable as e:
+            print(f"{spec}: skipped: {e}", flush=True)
+            continue
+        results.append(r)
+        print(f"{spec:<10} {len(r['workers'])} worker(s) {', '.join(r['workers'])}: start {r['start_s']}s, "
+              f"{r['candidates']} candidates in {r['wall_s']}s = {r['per_min']} candidates/min", flush=True)
+    if not results:
+        return 1
+    ref = results[0]
+    ok = True
+    for r in results[1:]:
+        diff = agree(ref["verdicts"], r["verdicts"])
+        r["disagrees_with_" + ref["backend"]] = diff
+        ok &= not diff
+        print(f"{r['backend']} vs {ref['backend']}: " + ("same verdicts on every candidate" if not diff
+                                                        else f"verdicts differ on {', '.join(diff)}"))
+    print(f"\n{'candidate':<40} " + " ".join(f"{r['backend']:>16}" for r in results))
+    for f in sorted(ref["verdicts"]):
+        cells = []
+        for r in results:
+            v = r["verdicts"].get(f)
+            cells.append("-" if v is None else ("ok " if v["accepted"] else f"no:{v['stage']} ")
+                         + (f"{v['geomean_speedup']:.3f}x" if v and v.get("geomean_speedup") else ""))
+        print(f"{f[:40]:<40} " + " ".join(f"{c:>16}" for c in cells))
+    print(f"device: {ref['device']}")
+    if a.json:
+        a.json.write_text(json.dumps({"task": task.name, "results": results}, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
