@@ -118,13 +118,13 @@ def measure_ceilings() -> Ceilings:
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
-    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=25, rep=200)
+    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=25, rep=200, return_mode="median")
     copy_gbs = 2 * n / (ms * 1e-3) / 1e9
     del a, b
     m = 8192
     x = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
     y = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-    ms = triton.testing.do_bench(lambda: x @ y, warmup=25, rep=200)
+    ms = triton.testing.do_bench(lambda: x @ y, warmup=25, rep=200, return_mode="median")
     tflops = 2 * m ** 3 / (ms * 1e-3) / 1e12
     del x, y
     t = torch.zeros(1, device="cuda")
@@ -257,7 +257,7 @@ def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | 
         row: dict[str, Any] = {"name": s.name, "dims": s.dims}
         if fn is not None:
             inputs = ref.make_inputs(s.dims, dtype, 0, "cuda")
-            us = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=100) * 1e3
+            us = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=100, return_mode="median") * 1e3
             launches = profiler_launches(lambda: fn(*inputs))
             row.update(classify(b, f, us, ceilings, max(1, launches["launches"]), launches["kernel_us"]))
             row["gap_us"], row["kernel_names"] = launches["gap_us"], launches["names"]
@@ -297,5 +297,60 @@ def prompt_section(p: dict[str, Any]) -> str:
     return "\n".join([head + ":"] + [f"- {s['name']}: {s['hint']}" for s in p["shapes"]])
 
 
+def run_profile(task: Task, candidate: Path | None = None, timeout_s: float = 600.0) -> dict[str, Any]:
+    """profile_task in a child process with the evaluator's scrubbed environment: the incumbent is
+    still agent-written code. On failure: {"error": ...} with the child's last stderr line."""
+    try:
+        from harness.evaluate.runner import scrubbed_env
+    except ImportError:
+        def scrubbed_env(base=None, on_gpu=False, home=None):
+            return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LD_LIBRARY_PATH",
+                                                                 "CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR")}
+    try:
+        import torch
+
+        on_gpu = torch.cuda.is_available()
+    except Exception:
+        on_gpu = False
+    path = Path(candidate).resolve() if candidate else task.baseline_path
+    cmd = [sys.executable, "-m", "harness.profile", "--child", str(task.root), str(path)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=scrubbed_env(on_gpu=on_gpu),
+                           cwd=str(Path(__file__).resolve().parent.parent))
+    except subprocess.TimeoutExpired:
+        return {"error": f"profile timed out after {timeout_s:.0f}s"}
+    try:
+        return json.loads((r.stdout.strip().splitlines() or [""])[-1])
+    except json.JSONDecodeError:
+        return {"error": f"profile child exited {r.returncode}: "
+                         f"{(r.stderr.strip().splitlines() or ['no output'])[-1][:300]}"}
+
+
+def cached_profile(task: Task, candidate: Path, cache_dir: Path, timeout_s: float = 600.0) -> dict[str, Any]:
+    """run_profile, cached in cache_dir by the candidate's sha256 (profile the incumbent once per keep,
+    not once per prompt)."""
+    import hashlib
+
+    key = hashlib.sha256(Path(candidate).read_bytes()).hexdigest()[:16]
+    f = Path(cache_dir) / f"profile-{task.name}-{key}.json"
+    if f.is_file():
+        return json.loads(f.read_text())
+    p = run_profile(task, candidate, timeout_s)
+    if "error" not in p:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(p, default=str))
+    return p
+
+
+def _child(task_root: str, candidate: str) -> int:
+    from harness.tasks import load_task
+
+    p = profile_task(load_task(task_root, check_null=False), Path(candidate))
+    print(json.dumps(p, default=str))
+    return 0
+
+
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--ncu-child":
     sys.exit(_ncu_child(*sys.argv[2:5]))
+if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--child":
+    sys.exit(_child(*sys.argv[2:4]))

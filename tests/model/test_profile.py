@@ -88,3 +88,16 @@ def test_profile_on_gpu_measures_ceilings_and_launches():
     p = pf.profile_task(load_task("softmax"), shapes=["4k x 4k"], use_ncu=False)
     s = p["shapes"][0]
     assert p["ceilings"]["copy_gbs"] > 500 and s["launches"] >= 1 and s["bound"] in ("memory", "compute", "launch")
+
+
+def test_cached_profile_runs_in_a_child_once(tmp_path):
+    from harness.tasks import load_task
+
+    task = load_task("softmax")
+    p = pf.cached_profile(task, task.baseline_path, tmp_path)
+    assert "error" not in p, p
+    assert p["task"] == "softmax" and len(p["shapes"]) == 4
+    cached = list(tmp_path.glob("profile-softmax-*.json"))
+    assert len(cached) == 1
+    cached[0].write_text(cached[0].read_text().replace('"softmax"', '"from-cache"', 1))
+    assert pf.cached_profile(task, task.baseline_path, tmp_path)["task"] == "from-cache"
