@@ -11,15 +11,9 @@
 Simple on purpose: each head block re-reads the shared KV rows (from L2 when lucky); the agent can
 put all heads in one program, pipeline the gathers, or fuse the combine.
 """
-import os
-
 import torch
 import triton
 import triton.language as tl
-
-# Triton 3.9's interpreter returns garbage from tl.dot on bf16 operands (fp32 ones are exact):
-# under TRITON_INTERPRET=1 the operands are upcast first; compiled GPU code is unaffected.
-INTERP = os.environ.get("TRITON_INTERPRET") == "1"
 
 BLOCK_H = 16  # heads per program (tl.dot needs >= 16 rows)
 BLOCK_N = 32  # keys per loop step
@@ -32,19 +26,18 @@ last_launch: dict = {}  # grid facts of the latest call, read by bench/dsv4.py
 
 
 @triton.jit
-def _dot(a, b, INTERP: tl.constexpr):
-    if INTERP:
-        a = a.to(tl.float32)
-        b = b.to(tl.float32)
-    return tl.dot(a, b)
+def _dot(a, b):
+    # fp32 operands (tf32 on the GPU, exact for bf16 values) rather than bf16: Triton 3.9's
+    # interpreter multiplies bf16 dot operands as raw uint16 bits, and a kernel must be the same
+    # code on the GPU and in the interpreter. bf16 operands would halve the registers on the GPU.
+    return tl.dot(a.to(tl.float32), b.to(tl.float32))
 
 
 @triton.jit
 def _csa_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_ptr,
                  H, topk, keys_per_split, nsplit, scale,
                  sq_b, sq_h, sw_b, sw_t, sc_b, sc_t,
-                 W: tl.constexpr, D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
-                 INTERP: tl.constexpr):
+                 W: tl.constexpr, D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
     b = tl.program_id(0)
     split = tl.program_id(1)
     hb = tl.program_id(2)
@@ -70,14 +63,14 @@ def _csa_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_ptr,
         comp_rows = comp_ptr + b.to(tl.int64) * sc_b + tl.maximum(idx, 0).to(tl.int64) * sc_t
         kv = tl.load(win_rows[:, None] + dims[None, :], mask=(valid & is_win)[:, None], other=0.0)
         kv += tl.load(comp_rows[:, None] + dims[None, :], mask=(valid & ~is_win)[:, None], other=0.0)
-        s = _dot(q, tl.trans(kv), INTERP) * scale
+        s = _dot(q, tl.trans(kv)) * scale
         s = tl.where(valid[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         # Rows that have seen only -inf keep alpha 0 and p 0 (exp(-inf - -inf) would be NaN).
         alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m_i - m_new))
         p = tl.where(m_new[:, None] == float("-inf"), 0.0, tl.exp(s - m_new[:, None]))
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + _dot(p.to(kv.dtype), kv, INTERP)
+        acc = acc * alpha[:, None] + _dot(p.to(kv.dtype), kv)
         m_i = m_new
     base = (b * H + heads) * nsplit + split
     tl.store(po_ptr + base[:, None] * D + dims[None, :], acc, mask=hmask[:, None])
@@ -142,7 +135,7 @@ def dsv4_csa_decode(q, kv_window, window_len, comp_cache, indices, sinks, cos, s
         H, topk, keys_per_split, nsplit, SCALE,
         q.stride(0), q.stride(1), kv_window.stride(0), kv_window.stride(1),
         comp_cache.stride(0), comp_cache.stride(1),
-        W=WINDOW, D=D, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N, INTERP=INTERP, num_warps=4)
+        W=WINDOW, D=D, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N, num_warps=4)
     o = torch.empty_like(q)
     _csa_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
                          D=D, ROPE=ROPE, num_warps=4)

@@ -219,3 +219,16 @@ def test_bench_code_path_runs_in_the_interpreter(capsys):
     assert bench.main(["--smoke", "--tasks", "dsv4_indexer_topk,dsv4_compress"]) == 0
     out = capsys.readouterr().out
     assert "| indexer_topk |" in out and "| compress |" in out and "FAIL" not in out
+
+
+@pytest.mark.parametrize("case", ["ties", "negative scores"])
+def test_indexer_select_is_exact_with_ties_and_negative_scores(case):
+    t, ref, k = parts("dsv4_indexer_topk")
+    q, w, keys, nv, topk = ref.make_inputs(dict(batch=3, topk=24, ctx=400, min_ctx=20), BF, 6, "cpu")
+    if case == "ties":  # 5 distinct keys repeated: the k-th score is shared by many entries
+        keys = keys[:, :5].repeat(1, keys.shape[1] // 5 + 1, 1)[:, :keys.shape[1]].contiguous()
+    else:               # every weight negative: every visible score <= 0
+        w = -w.abs()
+    inputs = (q, w, keys, nv, topk)
+    out = k.dsv4_indexer_topk(*inputs)
+    assert compare(t, ref, out, ref.reference(*inputs), inputs, "bfloat16") is None
