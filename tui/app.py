@@ -114,6 +114,7 @@ class WarpsmithApp(App[int]):
         self.decision_sent = ""  # the action sent to the loop, until its Decision event arrives
         self.run_screen = RunScreen()
         self.quitting = False
+        self.pack_catalog = None  # a fixed harness.packs.Catalog (tests); None: discover on open
 
     def _default_factory(self, decider: Decider, emit: Callable[[ev.Event], None]) -> Loop:
         from harness.wiring import build_loop
@@ -161,7 +162,6 @@ class WarpsmithApp(App[int]):
 
     async def on_history_replayed(self, message: HistoryReplayed) -> None:
         for e in message.events:
-            last = e is message.events[-1]
             self.state.apply(e, message.old_source if isinstance(e, ev.CandidateProposed) else None)
         self.state.mode = "auto" if self.decider.auto else "manual"
         await self.run_screen.redraw({"reasoning", "diff", "bench", "status"})
@@ -307,7 +307,7 @@ class WarpsmithApp(App[int]):
             self.notify("packs: " + (", ".join(ids) or "none") + " (from the next prompt)")
             self.call_later(self.run_screen.redraw, {"status"})
 
-        self.push_screen(PackPickerScreen(self.state.packs), answered)
+        self.push_screen(PackPickerScreen(self.state.packs, self.pack_catalog), answered)
 
     def show_task(self) -> None:
         self.push_screen(TaskScreen(self.task_))

@@ -177,10 +177,11 @@ def demo_events(task: Task, source_old: str, source_new: str, upto: str = "strea
         ev.IterationStarted(2), ev.Reasoning(2, REASONING[1][: len(REASONING[1]) // 2]),
     ]
     if upto == "decide":
+        third = _variant(source_old, 1024, 2, "BLOCK 1024, 2 warps")
         out += [ev.Reasoning(2, REASONING[1][len(REASONING[1]) // 2:]),
                 ev.Usage(2, 5400, 610, 5000, 300, 0.0187, 0.04),
                 ev.CandidateProposed(2, "b2c3d4e5f6071829", "BLOCK 1024, 2 warps",
-                                     unified_diff(source_new, source_old), source_old, "script", "demo",
+                                     unified_diff(source_new, third), third, "script", "demo",
                                      "a1b2c3d4e5f60718"),
                 ev.StaticResult(2, True), ev.EvalStarted(2), ev.EvalResult(2, v2),
                 ev.Recommendation(2, "revert", v2["recommendation"]["reason"], True), ev.DecisionNeeded(2)]
@@ -220,3 +221,50 @@ def screen_text(app: WarpsmithApp) -> str:
                       color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
+
+
+def present_decision(app: WarpsmithApp, events: list[ev.Event]) -> None:
+    """Open the decision prompt for the last candidate in `events` without a loop thread
+    (snapshots): what TuiDecider.decide does before it blocks."""
+    from harness.loop import DecisionRequest
+    from tui.app import DecisionRequested
+
+    cand = [e for e in events if isinstance(e, ev.CandidateProposed)][-1]
+    rec = [e for e in events if isinstance(e, ev.Recommendation)][-1]
+    verdict_ = [e for e in events if isinstance(e, ev.EvalResult)][-1].verdict
+    req = DecisionRequest(cand.iteration, cand.commit, cand.description, verdict_, rec.action, rec.reason,
+                          rec.can_keep)
+    app.decider._pending = req
+    app.post_message(DecisionRequested(req))
+
+
+DEMO_PACKS = {
+    "hardware/h200": ('id = "h200"\nkind = "hardware"\ntitle = "NVIDIA H200 (Hopper, sm_90a)"\n'
+                      'version = "1.0.0"\nfiles = ["overview.md"]\n',
+                      "# H200\n\n132 SMs, 141 GB HBM3e at 4.8 TB/s, 50 MB L2. TMA and WGMMA.\n"),
+    "hardware/b200": ('id = "b200"\nkind = "hardware"\ntitle = "NVIDIA B200 (Blackwell, sm_100a)"\n'
+                      'version = "1.0.0"\nfiles = ["overview.md"]\n',
+                      "# B200\n\ntcgen05 MMA, tensor memory, 2-CTA pairs.\n"),
+    "models/deepseek-v4": ('id = "deepseek-v4"\nkind = "model"\ntitle = "DeepSeek V4 attention"\n'
+                           'version = "0.1.0"\nfiles = ["attention.md"]\n',
+                           "# DeepSeek V4\n\nCompressed sparse attention with an indexer.\n"),
+    "rules/reward-hacks": ('id = "reward-hacks"\nkind = "rules"\ntitle = "Reward hacks"\nversion = "1.0.0"\n'
+                           'files = ["rules.md"]\n',
+                           "# Forbidden\n\nNo torch fallbacks, no cached outputs.\n"),
+}
+
+
+def demo_catalog(folder: Path):
+    """A small fixed pack catalog (snapshots must not change when the built-in packs do)."""
+    from harness.packs import Catalog, load_pack
+
+    cat = Catalog()
+    for rel, (toml, md) in DEMO_PACKS.items():
+        d = folder / rel
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "pack.toml").write_text(toml + 'sources = ["demo pack for tests"]\n')
+        name = toml.split('files = ["')[1].split('"')[0]
+        (d / name).write_text(md)
+        p = load_pack(d, "builtin")
+        cat.packs[p.id] = p
+    return cat

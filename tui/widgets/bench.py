@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Sparkline, Static
 from tui.state import TALLY_KEYS, RunState
 
 COLUMNS = ("shape", "ok", "best µs", "cand µs", "×", "roof")
+NARROW_COLUMNS = ("shape", "ok", "best", "cand", "×", "roof")
 
 
 def _num(v: object, fmt: str) -> str:

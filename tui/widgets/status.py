@@ -8,7 +8,7 @@ from tui.state import RunState
 
 
 def status_text(state: RunState) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
+    t = Text()  # wraps on narrow terminals rather than cutting the GPU name off
     badge = " AUTO " if state.mode == "auto" else " MANUAL "
     t.append(badge, style="bold black on yellow" if state.mode == "auto" else "bold white on blue")
     if state.paused:

@@ -1,0 +1,55 @@
+"""Snapshots (pytest-textual-snapshot): fixed events, fixed session id, fixed pack catalog.
+
+No loop thread runs here: the events a loop would post are applied in order, so every run
+renders the same screen. Update after reviewing: pytest tests/tui/test_snapshots.py --snapshot-update
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tui.testing import demo_catalog, demo_events, demo_sources, feed, present_decision, softmax_task, static_app
+from tui_helpers import wait_until
+
+
+def _app(tmp_path: Path, upto: str):
+    task = softmax_task()
+    old, new = demo_sources(task)
+    events = demo_events(task, old, new, upto)
+    app = static_app(tmp_path)
+    app.pack_catalog = demo_catalog(tmp_path / "packs")
+
+    async def run_before(pilot) -> None:
+        await feed(app, events, {1: old, 2: new})
+        if upto == "decide":
+            present_decision(app, events)
+            await wait_until(pilot, lambda: app.decider.shown_at is not None)
+        await pilot.pause()
+
+    return app, run_before
+
+
+def test_main_screen_mid_stream(snap_compare, tmp_path):
+    app, run_before = _app(tmp_path, "stream")
+    assert snap_compare(app, run_before=run_before, terminal_size=(160, 48))
+
+
+def test_decision_prompt(snap_compare, tmp_path):
+    app, run_before = _app(tmp_path, "decide")
+    assert snap_compare(app, run_before=run_before, terminal_size=(160, 48))
+
+
+def test_pack_picker(snap_compare, tmp_path):
+    app, run_before = _app(tmp_path, "stream")
+
+    async def open_picker(pilot) -> None:
+        await run_before(pilot)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "PackPickerScreen")
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=open_picker, terminal_size=(160, 48))
+
+
+def test_narrow_80x24(snap_compare, tmp_path):
+    app, run_before = _app(tmp_path, "decide")
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))

@@ -1,0 +1,123 @@
+"""The TUI's plain-Python parts: the decider's blocking and rules, diff alignment, state tally."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from harness import events as ev
+from harness.loop import DecisionReply, DecisionRequest
+from tui.decider import DecisionAborted, TuiDecider
+from tui.state import MAX_TURNS, CandidateView, RunState
+from tui.widgets.diff import render_full, render_unified, split_pairs, unified_rows
+from tui_helpers import FakeClock
+
+
+def request(action="keep", can_keep=True, it=1) -> DecisionRequest:
+    return DecisionRequest(it, "c0ffee", "desc", {}, action, "because", can_keep)
+
+
+def test_decider_blocks_until_a_reply_and_guards_early_keys():
+    clock = FakeClock()
+    shown = threading.Event()
+    d = TuiDecider(lambda req: shown.set(), key_guard_s=0.3, clock=clock)
+    out: list[DecisionReply] = []
+    t = threading.Thread(target=lambda: out.append(d.decide(request())))
+    t.start()
+    assert shown.wait(5)
+    assert not d.check_keep().accepted  # not on screen yet
+    d.mark_shown()
+    clock.advance(0.29)
+    assert "too soon" in d.check_keep().message and not d.check_revert().accepted
+    clock.advance(0.02)
+    assert d.check_keep().accepted and not d.check_keep().needs_confirmation
+    assert t.is_alive()  # still waiting: checks decide nothing
+    assert d.reply(DecisionReply("keep", "human"))
+    t.join(5)
+    assert out[0].action == "keep" and d.pending is None
+    assert not d.reply(DecisionReply("revert"))  # no question open: ignored
+
+
+def test_decider_rules_for_override_and_unkeepable():
+    clock = FakeClock()
+    d = TuiDecider(lambda req: None, key_guard_s=0.0, clock=clock)
+    d._pending = request(action="revert", can_keep=True)
+    d.mark_shown()
+    v = d.check_keep()
+    assert v.accepted and v.needs_confirmation and "recommends revert" in v.message
+    d._pending = request(action="revert", can_keep=False)
+    v = d.check_keep()
+    assert not v.accepted and "cannot keep" in v.message
+    assert d.check_revert().accepted
+
+
+def test_decider_abort_raises_in_the_loop_thread_and_auto_skips_the_question():
+    d = TuiDecider(lambda req: None)
+    errors = []
+
+    def run():
+        try:
+            d.decide(request())
+        except DecisionAborted:
+            errors.append("aborted")
+
+    t = threading.Thread(target=run)
+    t.start()
+    d.abort()
+    t.join(5)
+    assert errors == ["aborted"]
+    auto = TuiDecider(lambda req: pytest.fail("auto mode must not ask"), auto=True)
+    assert (auto.decide(request(action="revert")).action, auto.decide(request()).by) == ("revert", "auto")
+
+
+OLD = "a\nb\nc\nd\n"
+NEW = "a\nB\nc\nd\ne\n"
+
+
+def test_diff_rows_and_split_alignment():
+    rows = unified_rows(OLD, NEW)
+    assert [(r.tag, r.old_no, r.new_no) for r in rows] == [
+        ("@", None, None), (" ", 1, 1), ("-", 2, None), ("+", None, 2), (" ", 3, 3), (" ", 4, 4), ("+", None, 5)]
+    assert split_pairs(OLD, NEW) == [(1, 1), (2, 2), (3, 3), (4, 4), (None, 5)]
+
+
+def test_violations_are_marked_at_their_candidate_line():
+    c = CandidateView(2, "abc", "d", OLD, NEW, violations=[{"rule": "no-x", "message": "bad", "line": 5},
+                                                           {"rule": "dsl-triton", "message": "no kernel"}])
+    lines = [t.plain for t in render_unified(c).renderables]
+    at5 = next(i for i, s in enumerate(lines) if s.rstrip().endswith("e") and "   5 " in s)
+    assert lines[at5][10] == "!"  # gutter: old no, new no, then the mark instead of "+"
+    assert lines[at5 + 1].strip() == "^ no-x: bad"
+    assert any(s.startswith("! file: dsl-triton") for s in lines)  # no line: listed at the top
+    full = [t.plain for t in render_full(c).renderables]
+    at5 = next(i for i, s in enumerate(full) if s.startswith("   5"))
+    assert full[at5].startswith("   5!") and full[at5 + 1].strip() == "^ no-x: bad"
+
+
+def test_state_tally_best_history_and_pruning():
+    s = RunState()
+    good = {"accepted": True, "stage": "done", "geomean_speedup": 1.25}
+    static = {"accepted": False, "stage": "static"}
+    wrong = {"accepted": False, "stage": "correctness"}
+    crash = {"accepted": False, "stage": "import", "reasons": [{"rule": "crashed"}]}
+    for it, (v, action) in enumerate([(good, "keep"), (good, "revert"), (static, "revert"),
+                                      (wrong, "revert"), (crash, "revert")], 1):
+        s.apply(ev.IterationStarted(it))
+        s.apply(ev.EvalResult(it, v))
+        s.apply(ev.Decision(it, action, "human"))
+    assert dict(s.tally) == {"kept": 1, "reverted": 1, "rejected by rule": 1, "incorrect": 1, "crashed": 1}
+    assert s.best_history == [1.25] * 5 and s.best_speedup == 1.25
+    for it in range(6, 6 + MAX_TURNS + 2):
+        s.apply(ev.IterationStarted(it))
+    assert len(s.turns) == MAX_TURNS and s.pruned_turns == 7
+
+
+def test_state_counts_dsl_and_rule_breaks_per_model():
+    s = RunState(agent="anthropic:m1")
+    s.apply(ev.CandidateProposed(1, "c1", "d", "", "src", "anthropic", "m1"))
+    s.apply(ev.StaticResult(1, False, [{"rule": "dsl-triton-launch", "message": "no kernel", "line": 3}]))
+    s.apply(ev.CandidateProposed(2, "c2", "d", "", "src", "anthropic", "m1"))
+    s.apply(ev.StaticResult(2, False, [{"rule": "no-torch-fallback", "message": "x", "line": 9}]))
+    st = s.model_stats["anthropic:m1"]
+    assert (st.candidates, st.dsl_breaks, st.rule_breaks) == (2, 1, 1)
+    assert any("no-torch-fallback" in b.text for b in s.turns[-1].blocks)
