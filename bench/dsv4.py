@@ -55,6 +55,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (saves its compile time)")
     ap.add_argument("--rep-ms", type=int, default=40, help="do_bench rep budget per measurement (ms)")
     ap.add_argument("--json", help="write every row to this file")
+    ap.add_argument("--sweep", action="store_true", help="instead: time each kernel.py over a small grid of its "
+                    "module-level knobs (BLOCK_N, NUM_WARPS, ...) on a few shapes; correctness checked per config")
     ap.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tests: interpreter shapes on CPU
     args = ap.parse_args(argv)
     if args.smoke:
@@ -67,6 +69,8 @@ def main(argv=None) -> int:
     if unknown:
         print(f"bench/dsv4.py: --tasks: unknown {unknown} (choose from {TASKS})", file=sys.stderr)
         return 2
+    if args.sweep:
+        return sweep(names, args.rep_ms)
     torch._dynamo.config.cache_size_limit = 64
     bw = copy_bandwidth()
     print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  copy bandwidth {bw / 1e12:.2f} TB/s", flush=True)
@@ -121,6 +125,53 @@ def measure(name, task, ref, kmod, kfn, compiled, shape, bw, rep_ms, device="cud
             row["compile_error"] = f"{type(e).__name__}: {str(e)[:120]}"
     row["pct_roof"] = 100 * row["roof_us"] / row["kernel_us"]
     return row
+
+
+# Knob grids for --sweep (module-level constants of each kernel.py, read at call time).
+SWEEP = {
+    "dsv4_indexer_topk": dict(shapes=["flash 8k x128", "flash 1M x4"], knobs=dict(BLOCK_N=[64, 128], SELECT_BLOCK=[1024, 4096])),
+    "dsv4_csa_decode": dict(shapes=["pro 8k x128", "flash 1M x4"], knobs=dict(BLOCK_N=[16, 32, 64], NUM_WARPS=[4, 8])),
+    "dsv4_hca_decode": dict(shapes=["pro 8k x128", "flash 1M x4"], knobs=dict(BLOCK_N=[16, 32, 64], NUM_WARPS=[4, 8])),
+    "dsv4_compress": dict(shapes=["csa kv d512 x128", "hca d512 x128"], knobs=dict(NUM_WARPS=[1, 2, 4, 8])),
+}
+
+
+def sweep(names, rep_ms) -> int:
+    """Time kernel.py over SWEEP's knob grid (a quick stand-in for the offline tuner on a GPU)."""
+    import itertools
+
+    for name in names:
+        task = load_task(name, check_null=False)
+        ref = task.load_reference()
+        kmod = load_module(task.baseline_path, f"sweep_kernel_{name}")
+        kfn = getattr(kmod, task.entry)
+        grid = SWEEP[name]["knobs"]
+        base = {k: getattr(kmod, k) for k in grid}
+        for shape in [s for s in task.shapes if s.name in SWEEP[name]["shapes"]]:
+            inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, "cuda")
+            expected = ref.reference(*inputs)
+            results = []
+            for values in itertools.product(*grid.values()):
+                cfg = dict(zip(grid, values))
+                for k, v in cfg.items():
+                    setattr(kmod, k, v)
+                try:
+                    err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
+                    us = bench(lambda: kfn(*inputs), rep_ms)
+                except Exception as e:
+                    err, us = f"{type(e).__name__}: {str(e)[:80]}", float("inf")
+                results.append((us, cfg, err))
+            for k, v in base.items():
+                setattr(kmod, k, v)
+            base_us = next(us for us, cfg, _ in results if cfg == base)
+            best = min((r for r in results if r[2] is None), key=lambda r: r[0])
+            print(f"sweep {name:18s} {shape.name:16s} committed {base} {base_us:8.1f} us | best {best[1]} "
+                  f"{best[0]:8.1f} us ({base_us / best[0]:.2f}x) | " +
+                  " ".join(f"{'/'.join(map(str, c.values()))}:{u:.0f}{'' if e is None else '!'}" for u, c, e in results),
+                  flush=True)
+            del inputs, expected
+            torch.cuda.empty_cache()
+    return 0
 
 
 def smoke(args) -> int:

@@ -14,6 +14,7 @@ import triton.language as tl
 
 # DeepSeek V4 constants, not tunables (a tuple, so the offline tuner leaves them alone).
 EPS, ROPE = 1e-6, 64
+NUM_WARPS = 4
 
 last_launch: dict = {}
 
@@ -61,6 +62,6 @@ def dsv4_compress(kv_state, score_state, norm_weight, cos, sin, overlap):
     out = torch.empty(B, d, device=kv_state.device, dtype=torch.bfloat16)
     _compress[(B,)](kv_state, score_state, norm_weight.contiguous().float(), cos.contiguous(),
                     sin.contiguous(), out, S, kv_state.stride(0), kv_state.stride(1), EPS,
-                    D=d, OVERLAP=bool(overlap), ROPE=ROPE, num_warps=4)
+                    D=d, OVERLAP=bool(overlap), ROPE=ROPE, num_warps=NUM_WARPS)
     last_launch.update(grid=(B,), splits=1)
     return out

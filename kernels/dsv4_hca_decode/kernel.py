@@ -17,6 +17,7 @@ import triton.language as tl
 
 BLOCK_H = 16  # heads per program (tl.dot needs >= 16 rows)
 BLOCK_N = 32  # keys per loop step
+NUM_WARPS = 4  # warps of the partial kernel
 WAVES = 2  # split the key axis until batch x splits x head blocks >= WAVES x SMs
 # DeepSeek V4 constants, not tunables (a tuple, so the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
@@ -136,7 +137,7 @@ def dsv4_hca_decode(q, kv_window, window_len, comp_cache, n_visible, sinks, cos,
         H, n_entries, keys_per_split, nsplit, SCALE,
         q.stride(0), q.stride(1), kv_window.stride(0), kv_window.stride(1),
         comp_cache.stride(0), comp_cache.stride(1),
-        W=WINDOW, D=D, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N, num_warps=4)
+        W=WINDOW, D=D, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N, num_warps=NUM_WARPS)
     o = torch.empty_like(q)
     _hca_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
                          D=D, ROPE=ROPE, num_warps=4)

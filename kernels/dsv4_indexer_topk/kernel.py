@@ -18,6 +18,7 @@ import triton.language as tl
 
 BLOCK_N = 64  # keys per scoring program
 SELECT_BLOCK = 1024  # scores per step of the select loops
+SELECT_WARPS = 8
 
 last_launch: dict = {}
 
@@ -104,6 +105,6 @@ def dsv4_indexer_topk(q_idx, weights, k_idx, n_visible, topk):
     _index_scores[grid](q_idx, weights, k_idx, n_visible, scores, N, q_idx.stride(0), q_idx.stride(1),
                         k_idx.stride(0), k_idx.stride(1), H=H, DI=DI, BLOCK_N=BLOCK_N, num_warps=4)
     out = torch.full((B, topk), -1, device=q_idx.device, dtype=torch.int32)
-    _topk_select[(B,)](scores, n_visible, out, N, topk, BLOCK=SELECT_BLOCK, num_warps=8)
+    _topk_select[(B,)](scores, n_visible, out, N, topk, BLOCK=SELECT_BLOCK, num_warps=SELECT_WARPS)
     last_launch.update(grid=grid, splits=grid[1])
     return out
