@@ -15,4 +15,4 @@ _spec.loader.exec_module(_mod)
 
 TASKS = _mod.TASKS
 build = _mod.build
-DecodeStep = _mod.DecodeStep
+Block = _mod.Block
