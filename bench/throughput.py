@@ -1,7 +1,8 @@
 """Candidates per minute on each evaluation backend, on the same batch, and whether their verdicts agree.
 
     PYTHONPATH=. python bench/throughput.py softmax [--backends local,pool,ray] [--n 10]
-        [--candidates DIR] [--proposals N] [--samples 10] [--json out.json] [--keep-dir DIR]
+        [--candidates DIR] [--broken] [--proposals N] [--samples 10] [--shapes A,B]
+        [--json out.json] [--keep-dir DIR]
 
 For each backend, a real session (ParallelLoop, script agent replaying the batch, every candidate
 reverted so each is measured against the same baseline) runs the whole batch; the figure is
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--broken", action="store_true", help="include one deliberately wrong candidate")
     p.add_argument("--proposals", type=int, default=2)
     p.add_argument("--samples", type=int, default=None, help="timed samples per side per shape (EvalOptions)")
+    p.add_argument("--shapes", help="comma-separated shape names to evaluate (default: all for the device)")
     p.add_argument("--json", type=Path)
     p.add_argument("--keep-dir", type=Path, help="keep the sessions here (default: a temporary folder)")
     a = p.parse_args(argv)
@@ -172,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     options = EvalOptions()
     if a.samples:
         options.samples = a.samples
+    if a.shapes:
+        options.shapes = [x.strip() for x in a.shapes.split(",") if x.strip()]
     results = []
     for spec in [s.strip() for s in a.backends.split(",") if s.strip()]:
         try:

@@ -562,7 +562,7 @@ def ray_runtime_env() -> dict | None:
     if not (REPO_ROOT / "pyproject.toml").is_file():
         return None  # an installed warpsmith, not a checkout: the workers need it installed too
     return {"working_dir": str(REPO_ROOT),
-            "excludes": [".venv/", ".git/", ".whl/", ".gl/", ".warpsmith/", "**/__pycache__/", "*.pyc",
+            "excludes": [".venv/", ".git/", ".whl/", ".whl-ray/", ".gl/", ".warpsmith/", "**/__pycache__/", "*.pyc",
                          "build/", "dist/", "*.egg-info/", ".pytest_cache/", ".gpuout/"]}
 
 
