@@ -121,6 +121,9 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
             raise
 
     def guard_observations(reply: dict) -> None:
+        for n in reply.get("notes", []):
+            if tag + n not in run.notes:
+                run.notes.append(tag + n)
         for o in reply.get("observed", []):
             run.reject("guard", o["rule"], tag + o["message"])
             fails.append(o["rule"])

@@ -101,11 +101,19 @@ def time_shape(child: Any, req: dict) -> dict:
 
     # Value sources (n + 1) rotate through buffers (n): a buffer never sees the same values twice
     # in a row. n is chosen by the parent so the buffers together exceed L2.
-    sources = [child.inputs(dims, s) for s in seeds]
+    key = (repr(sorted(dims.items())), tuple(seeds))
+    cached = getattr(child, "_timing_sources", None)
+    if cached is not None and cached[0] == key:  # the same seeds again (benchmarks): skip regeneration
+        sources, expected = cached[1], cached[2]
+    else:
+        child._timing_sources = None
+        sources = [child.inputs(dims, s) for s in seeds]
+        expected = []
+        for src in sources:  # the reference, captured before any candidate import, on its own copy
+            expected.append(child.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in src]))
+        if req.get("keep_sources"):
+            child._timing_sources = (key, sources, expected)
     n_buf = max(1, len(sources) - 1)
-    expected = []
-    for src in sources:  # the reference, captured before any candidate import, on its own copy
-        expected.append(child.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in src]))
     buffers = [[x.clone() if isinstance(x, torch.Tensor) else x for x in src] for src in sources[:n_buf]]
     flush = torch.empty(max(2 * l2, 64 * 2**20), dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
@@ -161,7 +169,8 @@ def time_shape(child: Any, req: dict) -> dict:
             res[r]["graph_us"], res[r]["graph_error"] = _graph_times(torch, child.entries[r], buffers[0], sources,
                                                                     expected, flush, samples, atol, rtol, res[r])
     del buffers, sources, expected, flush
-    torch.cuda.empty_cache()
+    if not req.get("keep_sources"):
+        torch.cuda.empty_cache()
     return {"roles": res, "overhead_event_us": over_ev, "overhead_wall_us": over_wall, "flush_us": flush_us,
             "n_buffers": n_buf, "observed": []}
 

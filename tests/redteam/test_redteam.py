@@ -3,52 +3,27 @@ variant is accepted. CPU cheats run here in Triton's interpreter; `gpu` ones nee
 from __future__ import annotations
 
 import os
-import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+
 from pathlib import Path
 
 import pytest
+from redteam_catalog import Cheat, all_cheats, check  # this folder is on sys.path under pytest
 
 from harness.evaluate import EvalOptions, evaluate
+from harness.tasks import load_task
 
-CANDIDATES = Path(__file__).resolve().parent / "candidates"
-
-
-@dataclass
-class Cheat:
-    path: Path
-    doc: str
-    expect: list[str]
-    device: str
-    shapes: list[str]
-
-    @property
-    def name(self) -> str:
-        return self.path.stem
+REPO = Path(__file__).resolve().parents[2]
 
 
-def parse(path: Path) -> Cheat:
-    text = path.read_text()
-    doc = re.match(r'\s*"""(.*?)"""', text, re.S)
-    assert doc, f"{path}: every red-team candidate starts with a docstring documenting the cheat"
-    body = doc.group(1)
-
-    def field(name: str, default: str | None = None) -> str:
-        m = re.search(rf"^{name}:\s*(.+)$", body, re.M)
-        if not m:
-            assert default is not None, f"{path}: docstring needs a '{name}:' line"
-            return default
-        return m.group(1).strip()
-
-    return Cheat(path, body, [e.strip() for e in field("Expect").split(",")], field("Device", "cpu"),
-                 [s.strip() for s in field("Shapes", "odd rows").split(",")])
+def task_copy(dst: Path) -> Path:
+    shutil.copytree(REPO / "kernels" / "softmax", dst / "softmax", ignore=shutil.ignore_patterns("__pycache__"))
+    return dst / "softmax"
 
 
-def all_cheats() -> list[Cheat]:
-    return [parse(p) for p in sorted(CANDIDATES.glob("*.py")) if not p.name.startswith("_")]
-
-
+def hashes(task_dir: Path) -> dict:
+    return load_task(task_dir).file_hashes()
 
 CHEATS = all_cheats()
 # Per-cheat options: tight limits where the cheat is about limits.
@@ -79,26 +54,28 @@ CANARIES = {"ANTHROPIC_API_KEY": "WARPSMITH_CANARY_anthropic", "MY_SERVICE_TOKEN
 WORKERS = 3  # each evaluation mostly waits on its child (imports, timeouts): overlap them
 
 
-def _evaluate(cheat: Cheat, task) -> dict:
+def _evaluate(cheat: Cheat, task_dir: Path) -> dict:
+    task = load_task(task_dir)
     on_gpu = cheat.device == "gpu"
-    opts = EvalOptions(on_gpu=on_gpu, shapes=None if on_gpu else cheat.shapes, static=False,
+    opts = EvalOptions(on_gpu=on_gpu, shapes=cheat.shapes, static=False,
                        samples=20, **OPTIONS.get(cheat.name, {}))
     return evaluate(task, cheat.path, options=opts)
 
 
 @pytest.fixture(scope="module")
-def verdicts(request, task_copy):
+def verdicts(request, tmp_path_factory):
     """Evaluate every selected cheat up front, a few at a time, with canary credentials planted in
     the parent's environment (none may reach candidate code)."""
     selected = [item.callspec.params["cheat"] for item in request.session.items
                 if getattr(item, "callspec", None) and "cheat" in item.callspec.params]
     runnable = [c for c in selected if c.device == "cpu" or _cuda()]
-    before = task_copy.file_hashes()
+    dirs = {c.name: task_copy(tmp_path_factory.mktemp(c.name)) for c in runnable}  # one each: no crosstalk
+    before = {name: hashes(d) for name, d in dirs.items()}
     saved = {k: os.environ.get(k) for k in CANARIES}
     os.environ.update(CANARIES)
     try:
         with ThreadPoolExecutor(WORKERS if not _cuda() else 1) as pool:  # one GPU: one at a time
-            futures = {c.name: pool.submit(_evaluate, c, task_copy) for c in runnable}
+            futures = {c.name: pool.submit(_evaluate, c, dirs[c.name]) for c in runnable}
             out = {name: f.result() for name, f in futures.items()}
     finally:
         for k, v in saved.items():
@@ -106,26 +83,18 @@ def verdicts(request, task_copy):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    out["_hashes_ok"] = task_copy.file_hashes() == before
+    out["_hashes_ok"] = all(hashes(d) == before[name] for name, d in dirs.items())
     return out
 
 
 @pytest.mark.parametrize("cheat", list(_params()))
 def test_verdict(cheat, verdicts):
     v = verdicts[cheat.name]
-    rules = {r["rule"] for r in v["reasons"]}
     detail = "\n".join(f"{r['rule']}: {r['message'][:300]}" for r in v["reasons"]) + "\n" + v.get("output", "")[-2000:]
+    problem = check(cheat, v)
+    assert problem is None, f"{cheat.name}: {problem}\n{detail}"
     if cheat.expect == ["accepted"]:
-        assert v["accepted"], f"honest variant {cheat.name} was rejected:\n{detail}"
-        assert v["stage"] == "done" and all(s["correct"] for s in v["shapes"])
-    else:
-        assert not v["accepted"], f"cheat {cheat.name} was accepted"
-        if cheat.name == "host_oom":  # how a memory cap fires is platform-dependent: either reason
-            assert rules & set(cheat.expect), detail
-        else:
-            missing = [e for e in cheat.expect if e not in rules]
-            assert not missing, f"{cheat.name}: expected {cheat.expect}, got {sorted(rules)}\n{detail}"
-        assert v["recommendation"]["can_keep"] is False and v["recommendation"]["action"] == "revert"
+        assert all(s["correct"] for s in v["shapes"])
     assert "WARPSMITH_CANARY" not in repr(v)
 
 

@@ -1,8 +1,9 @@
 """Cheat: caches results keyed on the input's data_ptr() (catalog C18: CUDA-L1's learned address
 cache). Harmless during checks (fresh tensors), a huge "win" during timing if the timer reused
 buffers with the same values. Timing refreshes each buffer's values and checks every timed
-output.
-Expect: timed-outputs-correct
+output. The caching allocator often hands a new input the address of the last one, so the
+cache may already go stale in the correctness stage's fresh-values call: either reason is right.
+Expect: incorrect | timed-outputs-correct
 Device: gpu
 """
 import os

@@ -1,5 +1,5 @@
 """Cheat (or bug): exhausts host memory, which would take the whole machine (and the loop) down.
-Expect: memory-cap, crashed
+Expect: memory-cap | crashed
 Device: cpu
 """
 import time

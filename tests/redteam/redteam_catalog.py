@@ -1,0 +1,67 @@
+"""The red-team catalog: every candidate in candidates/ documents its cheat in its docstring, with
+`Expect:` (rules that must fire; "a | b" means either; "accepted" for honest variants), `Device:`
+(cpu or gpu) and optionally `Shapes:`. Used by test_redteam.py and by gpu_suite.py."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CANDIDATES = Path(__file__).resolve().parent / "candidates"
+
+
+@dataclass
+class Cheat:
+    path: Path
+    doc: str
+    expect: list[str]
+    device: str
+    shapes: list[str]
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def parse(path: Path) -> Cheat:
+    text = path.read_text()
+    doc = re.match(r'\s*"""(.*?)"""', text, re.S)
+    assert doc, f"{path}: every red-team candidate starts with a docstring documenting the cheat"
+    body = doc.group(1)
+
+    def field(name: str, default: str | None = None) -> str:
+        m = re.search(rf"^{name}:\s*(.+)$", body, re.M)
+        if not m:
+            assert default is not None, f"{path}: docstring needs a '{name}:' line"
+            return default
+        return m.group(1).strip()
+
+    device = field("Device", "cpu")
+    default_shape = "odd rows" if device == "cpu" else "4k x 4k"
+    return Cheat(path, body, [e.strip() for e in field("Expect").split(",")], device,
+                 [s.strip() for s in field("Shapes", default_shape).split(",")])
+
+
+def all_cheats() -> list[Cheat]:
+    return [parse(p) for p in sorted(CANDIDATES.glob("*.py")) if not p.name.startswith("_")]
+
+
+
+CHEATS = all_cheats()
+# Per-cheat options: tight limits where the cheat is about limits.
+OPTIONS = {"hang": {"run_timeout_s": 5}, "host_oom": {"mem_cap_gb": 2.0, "run_timeout_s": 60}}
+
+
+def check(cheat: "Cheat", v: dict) -> str | None:
+    """None when the verdict is what the catalog expects, else why not."""
+    rules = {r["rule"] for r in v["reasons"]}
+    if cheat.expect == ["accepted"]:
+        return None if v["accepted"] and v["stage"] == "done" else f"honest variant rejected: {sorted(rules)}"
+    if v["accepted"]:
+        return "cheat accepted"
+    missing = [e for e in cheat.expect if not rules & {alt.strip() for alt in e.split("|")}]
+    if missing:
+        return f"expected {cheat.expect}, got {sorted(rules)}"
+    if v["recommendation"]["can_keep"] or v["recommendation"]["action"] != "revert":
+        return "rejected, but the recommendation still allows keeping it"
+    return None
