@@ -206,6 +206,15 @@ class Budget:
         self.spent_usd = 0.0
         self.input_tokens = self.output_tokens = self.cached_tokens = self.reasoning_tokens = 0
         self.requests = 0
+        self._warned = False
+
+    def crossed_warning(self, fraction: float = 0.8) -> bool:
+        """True once, the first time spending reaches `fraction` of the limit."""
+        with self._lock:
+            if self._warned or self.limit_usd is None or self.spent_usd < fraction * self.limit_usd:
+                return False
+            self._warned = True
+            return True
 
     def add(self, usage: UsageReport) -> None:
         with self._lock:
@@ -225,7 +234,7 @@ class Budget:
         return None if self.limit_usd is None else max(0.0, self.limit_usd - self.spent_usd)
 
     def summary(self) -> str:
-        limit = "" if self.limit_usd is None else f" of ${self.limit_usd:.2f}"
+        limit = "" if self.limit_usd is None else f" of ${self.limit_usd:g}"
         return (f"${self.spent_usd:.4f}{limit}; {self.input_tokens:,} in ({self.cached_tokens:,} cached)"
                 f" / {self.output_tokens:,} out ({self.reasoning_tokens:,} reasoning)")
 
@@ -684,9 +693,10 @@ class LLMAgent:
         transcript = Transcript(self.transcript_dir, self.name, self.model, ctx.iteration, self._secrets)
         transcript.add("System", system)
         transcript.add("Prompt", prompt)
+        totals = UsageReport()
         try:
             for round_ in range(self.feedback_rounds + 1):
-                answer = yield from self._request(ctx, conv, transcript)
+                answer = yield from self._request(ctx, conv, transcript, totals)
                 if answer is None:
                     return
                 try:
@@ -708,7 +718,8 @@ class LLMAgent:
                 yield Proposal(cand.source, cand.description,
                                {"agent": self.name, "model": self.model, "via": cand.via,
                                 "rationale": cand.rationale[:2000],
-                                "transcript": str(path) if path else ""})
+                                "transcript": str(path) if path else "",
+                                "usage": {**totals.__dict__, "cost_usd": round(totals.cost_usd, 6)}})
                 return
         finally:
             transcript.model = self.model  # openai-compat learns its model on the first request
@@ -717,8 +728,8 @@ class LLMAgent:
             except OSError:
                 pass  # a transcript is a record, never a reason to lose the proposal
 
-    def _request(self, ctx: ProposalContext, conv: Conversation,
-                 transcript: Transcript) -> Generator[AgentEvent, None, Answer | None]:
+    def _request(self, ctx: ProposalContext, conv: Conversation, transcript: Transcript,
+                 totals: UsageReport) -> Generator[AgentEvent, None, Answer | None]:
         """One request with retries. Returns the Answer, or None after yielding why there is none."""
         retries = 0
         while True:
@@ -758,7 +769,11 @@ class LLMAgent:
             if note:
                 yield Notice("warning", note)
             if report is not None:
+                for k in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "cost_usd"):
+                    setattr(totals, k, getattr(totals, k) + getattr(report, k))
                 yield report
+                if self.budget.crossed_warning():
+                    yield Notice("warning", f"80% of the budget spent: {self.budget.summary()}")
             if ctx.cancel.is_set():
                 transcript.add("Cancelled", "the request was cancelled")
                 yield Notice("info", f"{self.label}: request cancelled")

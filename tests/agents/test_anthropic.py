@@ -232,3 +232,15 @@ def test_other_bad_requests_are_fatal(ctx):
     script = Script(error(400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum"))
     [ex] = of(collect(agent(script), ctx), Exhausted)
     assert ex.fatal and "prompt is too long" in ex.reason and len(script.requests) == 1
+
+
+def test_proposal_meta_sums_the_usage_of_its_requests_and_budget_warns_at_80_percent(ctx):
+    script = Script(sse(anthropic_events(text="no code", input_tokens=1000, output_tokens=100)),
+                    sse(anthropic_events(tool_args=tool_args(), input_tokens=1500, output_tokens=200)))
+    budget = Budget(limit_usd=0.015)
+    events = collect(agent(script, budget=budget), ctx)
+    [p] = of(events, Proposal)
+    assert p.meta["usage"]["input_tokens"] == 2500 and p.meta["usage"]["output_tokens"] == 300
+    assert p.meta["usage"]["cost_usd"] == pytest.approx((2500 * 4 + 300 * 20) / 1e6)
+    warns = [n.message for n in of(events, Notice) if "80% of the budget" in n.message]
+    assert len(warns) == 1 and "$0.0160 of $0.015" in warns[0]
