@@ -380,7 +380,9 @@ def _load(name):
     mod.__file__ = filename
     sys.modules[name] = mod
     try:
-        exec(compile(src, filename, "exec"), mod.__dict__)
+        # dont_inherit: this file's `from __future__ import annotations` must not change how Triton
+        # reads the kernels' annotations (tl.constexpr)
+        exec(compile(src, filename, "exec", dont_inherit=True), mod.__dict__)
     except BaseException:
         del sys.modules[name]
         raise
