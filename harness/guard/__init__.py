@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterable
 from . import dsl as _dsl
 from .pyparse import build_model, text, walk
 from .rules import (RUNTIME_CHECKS, Rule, RuleError, QueryContext, compile_rules, find_rules_pack,
-                    load_rules_pack, run_query)
+                    load_rules_pack, run_queries)
 
 if TYPE_CHECKING:
     from harness.tasks import Task
@@ -102,24 +102,21 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
         return entry_ids
 
     ctx = QueryContext(model, entry_fn_ids)
+    found: list[tuple[Rule, object, str]] = [(r, n, "") for r, n in run_queries(rules, ctx)]
+    for rule in rules:
+        if rule.check:
+            found += [(rule, f.node, f.detail)
+                      for f in _dsl.run_static_check(rule.check, model, task.dsl, task.entry, cache)]
     out: list[Violation] = []
     seen: set[tuple[str, int, int]] = set()
-    for rule in rules:
-        if rule.runtime:
+    for rule, node, detail in found:
+        line, col = node.start_point[0] + 1, node.start_point[1] + 1  # type: ignore[attr-defined]
+        if (rule.id, line, col) in seen:
             continue
-        found: list[tuple] = []
-        if rule.query:
-            found = [(n, "") for n in run_query(rule, ctx)]
-        elif rule.check:
-            found = [(f.node, f.detail) for f in _dsl.run_static_check(rule.check, model, task.dsl, task.entry, cache)]
-        for node, detail in found:
-            line, col = node.start_point[0] + 1, node.start_point[1] + 1
-            if (rule.id, line, col) in seen:
-                continue
-            seen.add((rule.id, line, col))
-            base = rule.message.replace("<entry>", task.entry)
-            msg = f"{base} ({detail})" if detail else base
-            out.append(Violation(rule.id, msg, line, col, _snippet(lines, node), rule.severity))
+        seen.add((rule.id, line, col))
+        base = rule.message.replace("<entry>", task.entry)
+        msg = f"{base} ({detail})" if detail else base
+        out.append(Violation(rule.id, msg, line, col, _snippet(lines, node), rule.severity))
     out.sort(key=lambda v: (v.line, v.col, v.rule))
     return out
 

@@ -35,7 +35,7 @@ from typing import Callable
 
 from tree_sitter import Node
 
-from .pyparse import Function, ModuleModel, root_identifier, string_value, text, walk, walk_body
+from .pyparse import Function, ModuleModel, root_identifier, string_value, text, walk
 
 
 @dataclass
@@ -150,8 +150,8 @@ class DslModel:
         self.device_fns = {f.node.id for f in self.triton_kernels + self.cute_kernels + self.cute_jits}
         kernel_names = {f.name for f in self.triton_kernels}
         # triton.jit(f) / triton.autotune(...)(triton.jit(f)) used as values.
-        for n in walk(model.root):
-            if n.type == "call" and self._calls_any(n, _TRITON_JIT | _TRITON_WRAPPERS):
+        for n in model.nodes("call"):
+            if self._calls_any(n, _TRITON_JIT | _TRITON_WRAPPERS):
                 args = n.child_by_field_name("arguments")
                 for a in (args.named_children if args is not None else []):
                     if a.type == "identifier":
@@ -222,10 +222,10 @@ class DslModel:
     def _fixpoint_handles(self) -> None:
         if not self._handle_ctor():
             return
-        assigns = [n for n in walk(self.m.root) if n.type == "assignment"]
-        returns = [n for n in walk(self.m.root) if n.type == "return_statement"]
-        for n in walk(self.m.root):
-            if n.type == "call" and self._calls_any(n, _CPP_EXT):
+        assigns = self.m.nodes("assignment")
+        returns = self.m.nodes("return")
+        for n in self.m.nodes("call"):
+            if self._calls_any(n, _CPP_EXT):
                 args = n.child_by_field_name("arguments")
                 for kw in (args.named_children if args is not None else []):
                     if kw.type == "keyword_argument" and text(kw.child_by_field_name("name")) == "name":
@@ -269,7 +269,7 @@ class DslModel:
 
     def _collect_triton_aliases(self) -> None:
         self._kernel_aliases, self._kernel_containers, self._launchers = set(), set(), set()
-        assigns = [n for n in walk(self.m.root) if n.type == "assignment"]
+        assigns = self.m.nodes("assignment")
         for _ in range(4):
             size = len(self._kernel_aliases) + len(self._kernel_containers) + len(self._launchers)
             for a in assigns:
@@ -332,9 +332,7 @@ class DslModel:
         return ok
 
     def _stmt_launches(self, stmt: Node) -> bool:
-        for n in walk_body(stmt):
-            if n.type != "call":
-                continue
+        for n in self.m.nodes_in("call", stmt):
             if not self._unconditional(n, stmt):
                 continue
             if self.is_launch(n):
@@ -512,8 +510,8 @@ class DslModel:
     def _stmt_launches_expr(self, e: Node | None, stmt: Node) -> bool:
         if e is None:
             return False
-        for n in [e, *walk_body(e)]:
-            if n.type == "call" and self._unconditional(n, e) and self.is_launch(n):
+        for n in self.m.nodes_in("call", e):
+            if self._unconditional(n, e) and self.is_launch(n):
                 return True
         return False
 
@@ -591,9 +589,7 @@ def _check_cute_kernel(d: DslModel) -> list[Finding]:
         return [Finding(d.m.root, "no @cute.jit host function")]
     kernel_names = {k.name for k in d.cute_kernels}
     for j in d.cute_jits:
-        for n in walk(j.body):
-            if n.type != "call":
-                continue
+        for n in d.m.nodes_in("call", j.body):
             fn = n.child_by_field_name("function")
             if fn is None or fn.type != "attribute" or text(fn.child_by_field_name("attribute")) != "launch":
                 continue
@@ -616,8 +612,8 @@ _LAUNCH_RE = re.compile(r"<<<|cudaLaunchKernel|cuLaunchKernel")
 
 def _source_strings(d: DslModel) -> list[tuple[Node, str]]:
     out = []
-    for n in walk(d.m.root):
-        if n.type in ("string", "concatenated_string") and (n.parent is None or n.parent.type != "concatenated_string"):
+    for n in d.m.nodes("string"):
+        if n.parent is None or n.parent.type != "concatenated_string":
             v = string_value(n)
             if v is None:  # f-string: read the literal parts
                 v = "".join(text(c) for c in walk(n) if c.type == "string_content")
@@ -632,7 +628,7 @@ def _check_cuda_kernel(d: DslModel) -> list[Finding]:
         return [Finding(d.m.root, "no string with a `__global__` CUDA kernel")]
     if not any(_LAUNCH_RE.search(v) for _, v in strings):
         return [Finding(kernels[0], "the CUDA source never launches its kernel (`<<<...>>>`)")]
-    compiled = any(n.type == "call" and d._calls_any(n, _CPP_EXT) for n in walk(d.m.root))
+    compiled = any(d._calls_any(n, _CPP_EXT) for n in d.m.nodes("call"))
     if not compiled:
         return [Finding(kernels[0], "the CUDA source is never compiled with torch.utils.cpp_extension.load_inline/load")]
     return []
@@ -675,24 +671,62 @@ def _check_cuda_source_compute(d: DslModel) -> list[Finding]:
     return out
 
 
+_SKIP_PARENTS = ("dotted_name", "aliased_import", "parameters", "default_parameter", "typed_parameter",
+                 "typed_default_parameter", "lambda_parameters")
+
+
+def _chain_re(model: ModuleModel) -> "re.Pattern[bytes]":
+    if model.chain_re is None:
+        names = sorted(set(model.aliases) | {"getattr"})
+        model.chain_re = re.compile(rb"(?<![\w.])(" + b"|".join(re.escape(x.encode()) for x in names) + rb")\b")
+    return model.chain_re
+
+
 def _maximal_chains(model: ModuleModel, body: Node):
-    """Outermost dotted names in `body` (and `getattr(mod, "lit")` calls, which read like one)."""
-    for n in walk_body(body):
-        if n.type == "call":
-            fn = n.child_by_field_name("function")
-            if fn is not None and fn.type == "identifier" and "builtins.getattr" in model.qualnames(fn):
-                yield n
-            continue
-        if n.type not in ("identifier", "attribute"):
-            continue
+    """Outermost dotted names in `body` rooted at an imported or aliased name, and
+    `getattr(mod, "lit")` calls (which read like one). Roots are found by a regex over the body's
+    text and mapped back to nodes, so only the few interesting nodes are ever touched."""
+    rx = _chain_re(model)
+    base = body.start_byte
+    seen: set[int] = set()
+    for m in rx.finditer(model.body_bytes(body)):
+        n = model.node_at(base + m.start(1), base + m.end(1))
+        if n is None or n.type != "identifier":
+            continue  # inside a string or comment
         p = n.parent
-        if p is not None and p.type == "attribute" and p.child_by_field_name("object") == n:
+        if p is None or p.type in _SKIP_PARENTS:
             continue
-        if p is not None and p.type == "attribute" and p.child_by_field_name("attribute") == n:
+        if p.type == "keyword_argument" and p.child_by_field_name("name") == n:
             continue
-        if p is not None and p.type in ("keyword_argument",) and p.child_by_field_name("name") == n:
+        if text(n) == "getattr" and "builtins.getattr" in model.qualnames(n):
+            if p.type == "call" and p.child_by_field_name("function") == n and p.id not in seen:
+                seen.add(p.id)
+                yield p
             continue
-        yield n
+        while p is not None and p.type == "attribute" and p.child_by_field_name("object") == n:
+            n, p = p, p.parent
+        if n.id not in seen:
+            seen.add(n.id)
+            yield n
+
+
+_METHOD_RE = re.compile(rb"\.\s*(" + b"|".join(
+    re.escape(m.encode()) for m in sorted(TENSOR_COMPUTE_METHODS, key=len, reverse=True)) + rb")\s*\(")
+
+
+def _compute_method_calls(model: ModuleModel, body: Node):
+    """(call, method name) for `<expr>.<tensor compute method>(...)` calls in `body`."""
+    base = body.start_byte
+    for m in _METHOD_RE.finditer(model.body_bytes(body)):
+        n = model.node_at(base + m.start(1), base + m.end(1))
+        if n is None or n.type != "identifier":
+            continue
+        attr = n.parent
+        if attr is None or attr.type != "attribute" or attr.child_by_field_name("attribute") != n:
+            continue
+        call = attr.parent
+        if call is not None and call.type == "call" and call.child_by_field_name("function") == attr:
+            yield call, text(n)
 
 
 def _torch_ok(q: str, dsl: str, ext_ns: set[str]) -> bool:
@@ -722,18 +756,15 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
                 if bad:
                     out.append(Finding(n, f"tensor method `.{bad[0]}()` on the entry path (in `{fn.name}`)"))
                     break
-        for n in walk_body(fn.body):
-            if n.type == "call":
-                f = n.child_by_field_name("function")
-                if f is not None and f.type == "attribute" and not d.m.qualnames(f):
-                    name = text(f.child_by_field_name("attribute"))
-                    obj = f.child_by_field_name("object")
-                    if name in TENSOR_COMPUTE_METHODS and not (obj is not None and d.is_handle(obj)):
-                        out.append(Finding(n, f"tensor method `.{name}()` on the entry path (in `{fn.name}`)"))
-            elif n.type in ("binary_operator", "augmented_assignment"):
-                op = n.child_by_field_name("operator")
-                if op is not None and text(op) in ("@", "@="):
-                    out.append(Finding(n, f"matrix product operator `@` on the entry path (in `{fn.name}`)"))
+        for call, name in _compute_method_calls(d.m, fn.body):
+            f = call.child_by_field_name("function")
+            if f is None or d.m.qualnames(f):
+                continue  # resolved chains were judged above
+            obj = f.child_by_field_name("object")
+            if not (obj is not None and d.is_handle(obj)):
+                out.append(Finding(call, f"tensor method `.{name}()` on the entry path (in `{fn.name}`)"))
+        for n in d.m.nodes_in("matmul", fn.body):
+            out.append(Finding(n, f"matrix product operator `@` on the entry path (in `{fn.name}`)"))
     return out
 
 
@@ -759,27 +790,28 @@ def _check_dynamic_lookup(d: DslModel) -> list[Finding]:
     for imp in m.import_nodes:
         if re.search(r"\bimportlib\b|\brunpy\b", text(imp)):
             out.append(Finding(imp, "importlib/runpy import"))
-    for n in walk(m.root):
-        if n.type == "call":
-            fn = n.child_by_field_name("function")
-            if fn is None:
-                continue
-            qs = m.qualnames(fn)
-            bad = qs & {"builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__",
-                        "builtins.globals", "builtins.locals", "builtins.vars"}
-            if bad:
-                out.append(Finding(n, f"`{min(bad).split('.')[-1]}()` call"))
-                continue
-            if qs & {"builtins.getattr", "builtins.setattr", "builtins.delattr", "builtins.hasattr"}:
-                args = n.child_by_field_name("arguments")
-                pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
-                if len(pos) < 2 or string_value(pos[1]) is None:
-                    out.append(Finding(n, f"`{text(fn)}` with a computed attribute name"))
-                continue
-            if any(q.split(".")[0] in ("importlib", "runpy") for q in qs):
-                out.append(Finding(n, "importlib/runpy call"))
-        elif n.type == "identifier" and text(n) in ("__builtins__", "__import__"):
-            out.append(Finding(n, f"`{text(n)}` reference"))
+    for n in m.nodes("call"):
+        fn = n.child_by_field_name("function")
+        if fn is None:
+            continue
+        qs = m.qualnames(fn)
+        bad = qs & {"builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__",
+                    "builtins.globals", "builtins.locals", "builtins.vars"}
+        if bad:
+            out.append(Finding(n, f"`{min(bad).split('.')[-1]}()` call"))
+            continue
+        if qs & {"builtins.getattr", "builtins.setattr", "builtins.delattr", "builtins.hasattr"}:
+            args = n.child_by_field_name("arguments")
+            pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+            if len(pos) < 2 or string_value(pos[1]) is None:
+                out.append(Finding(n, f"`{text(fn)}` with a computed attribute name"))
+            elif any(not q.startswith("builtins.") for q in m.qualnames(pos[0])):
+                out.append(Finding(n, f"`{text(fn)}` on a module: write `module.{string_value(pos[1])}`"))
+            continue
+        if any(q.split(".")[0] in ("importlib", "runpy") for q in qs):
+            out.append(Finding(n, "importlib/runpy call"))
+    for n in m.nodes("dunder"):
+        out.append(Finding(n, f"`{text(n)}` reference"))
     return out
 
 

@@ -8,13 +8,15 @@ anywhere in the module is resolved to every way it is bound, so a rebinding can'
 """
 from __future__ import annotations
 
+import bisect
 import builtins
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterator
 
 import tree_sitter_python
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
 
 LANGUAGE = Language(tree_sitter_python.language())
 _PARSER = Parser(LANGUAGE)
@@ -22,6 +24,25 @@ _BUILTINS = frozenset(dir(builtins))
 
 # Methods a class can define that run when an instance is made or called.
 _IMPLICIT_METHODS = ("__init__", "__new__", "__call__", "forward")
+
+
+# One query collects, at C speed, every node kind the guard looks at; Python walks of the whole
+# tree were the cost of a check (see bench/guard_speed.py).
+_INDEX = Query(LANGUAGE, """
+(function_definition) @function
+(class_definition) @class
+(assignment) @assignment
+(import_statement) @import
+(import_from_statement) @import
+(future_import_statement) @import
+(call) @call
+(string) @string
+(concatenated_string) @string
+(return_statement) @return
+(binary_operator operator: "@") @matmul
+(augmented_assignment operator: "@=") @matmul
+((identifier) @dunder (#any-of? @dunder "__builtins__" "__import__"))
+""")
 
 
 def parse(source: str | bytes) -> Tree:
@@ -124,12 +145,40 @@ class ModuleModel:
     classes: dict[str, Node] = field(default_factory=dict)
     module_bindings: dict[str, list[Node]] = field(default_factory=dict)  # top-level binders
     module_constants: dict[str, Node] = field(default_factory=dict)      # NAME = <literal>, bound once
+    index: dict[str, list[Node]] = field(default_factory=dict)    # kind -> nodes, source order
+    _starts: dict[str, list[int]] = field(default_factory=dict)
     _by_id: dict[int, Function] = field(default_factory=dict)
     _qual_cache: dict[int, frozenset[str]] = field(default_factory=dict)
+    _callee_re: "re.Pattern[bytes] | None" = None
+    chain_re: "re.Pattern[bytes] | None" = None   # set by dsl._chain_re
 
     @property
     def root(self) -> Node:
         return self.tree.root_node
+
+    def text(self, node: Node | None) -> str:
+        """Source text of `node` (much faster than Node.text, which copies the whole source)."""
+        if node is None:
+            return ""
+        return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    def nodes(self, kind: str) -> list[Node]:
+        return self.index.get(kind, [])
+
+    def nodes_in(self, kind: str, node: Node) -> list[Node]:
+        """Indexed nodes of `kind` lying within `node` (itself included)."""
+        starts = self._starts.get(kind)
+        if starts is None:
+            return []
+        lo = bisect.bisect_left(starts, node.start_byte)
+        hi = bisect.bisect_right(starts, node.end_byte)
+        return [n for n in self.index[kind][lo:hi] if n.end_byte <= node.end_byte]
+
+    def body_bytes(self, node: Node) -> bytes:
+        return self.source[node.start_byte:node.end_byte]
+
+    def node_at(self, start: int, end: int) -> Node | None:
+        return self.root.descendant_for_byte_range(start, end)
 
     # -- resolution ---------------------------------------------------------------------
     def qualnames(self, node: Node) -> frozenset[str]:
@@ -145,14 +194,18 @@ class ModuleModel:
             return hit
         out: frozenset[str] = frozenset()
         if node.type == "identifier":
-            name = text(node)
+            parent = node.parent
+            if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == node:
+                self._qual_cache[key] = out  # `x.open`: the field name alone stands for nothing
+                return out
+            name = self.text(node)
             if name in self.aliases:
                 out = frozenset(self.aliases[name])
             elif name in _BUILTINS and name not in self.module_bindings and name not in self.functions:
                 out = frozenset({f"builtins.{name}"})
         elif node.type == "attribute":
             obj = node.child_by_field_name("object")
-            attr = text(node.child_by_field_name("attribute"))
+            attr = self.text(node.child_by_field_name("attribute"))
             if obj is not None:
                 out = frozenset(f"{q}.{attr}" for q in self.qualnames(obj))
         elif node.type == "call":
@@ -199,24 +252,35 @@ class ModuleModel:
 
     # -- call graph ---------------------------------------------------------------------
     def callees(self, fn: Function) -> list[Function]:
-        """Functions `fn` may call or hand on: referenced by name, instantiated, or as methods."""
+        """Functions `fn` may call or hand on: any module function, nested function or class named in
+        its body, and any method whose name follows a dot. Found by a regex over the body's text:
+        a name in a string or comment counts too, which only over-approximates (sound)."""
+        if self._callee_re is None:
+            plain = set(self.functions) | set(self.nested) | set(self.classes)
+            methods = set(self.methods)
+            parts = []
+            if plain:
+                parts.append(rb"(?<![\w.])(?P<name>" + b"|".join(re.escape(n.encode()) for n in sorted(plain)) + rb")\b")
+            if methods:
+                parts.append(rb"\.\s*(?P<attr>" + b"|".join(re.escape(n.encode()) for n in sorted(methods)) + rb")\b")
+            self._callee_re = re.compile(b"|".join(parts) if parts else rb"(?!x)x")
         out: list[Function] = []
-        for n in walk(fn.body):
-            if n.type == "identifier":
-                name = text(n)
-                parent = n.parent
-                # `obj.name` is an attribute: handled below as a method reference.
-                if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == n:
-                    continue
-                if name in self.aliases and not self.functions.get(name):
-                    continue
-                out += self.functions.get(name, [])
-                out += self.nested.get(name, [])
-                if name in self.classes:
-                    for m in _IMPLICIT_METHODS:
-                        out += [f for f in self.methods.get(m, []) if f.cls == name]
-            elif n.type == "attribute":
-                out += self.methods.get(text(n.child_by_field_name("attribute")), [])
+        names: set[str] = set()
+        attrs: set[str] = set()
+        for m in self._callee_re.finditer(self.body_bytes(fn.body)):
+            gd = m.groupdict()
+            if gd.get("name"):
+                names.add(gd["name"].decode())
+            elif gd.get("attr"):
+                attrs.add(gd["attr"].decode())
+        for name in names:
+            out += self.functions.get(name, [])
+            out += self.nested.get(name, [])
+            if name in self.classes:
+                for meth in _IMPLICIT_METHODS:
+                    out += [f for f in self.methods.get(meth, []) if f.cls == name]
+        for name in attrs:
+            out += self.methods.get(name, [])
         return out
 
     def reachable(self, roots: list[Function], stop=lambda f: False) -> list[Function]:
@@ -277,43 +341,46 @@ def build_model(source: str | bytes) -> ModuleModel:
     data = source.encode("utf-8") if isinstance(source, str) else source
     tree = parse(data)
     model = ModuleModel(source=data, tree=tree)
+    caps = QueryCursor(_INDEX).captures(tree.root_node)
+    for kind, nodes in caps.items():
+        nodes.sort(key=lambda n: n.start_byte)
+        model.index[kind] = nodes
+        model._starts[kind] = [n.start_byte for n in nodes]
     assigns: list[tuple[Node, Node]] = []   # (target identifier, value) for alias resolution
     const_counts: dict[str, int] = {}
-    for n in walk(tree.root_node):
-        t = n.type
-        if t in ("import_statement", "import_from_statement", "future_import_statement"):
-            _collect_imports(model, n)
-        elif t == "function_definition":
-            name = text(n.child_by_field_name("name"))
-            scope = n.parent.parent if n.parent is not None and n.parent.type == "decorated_definition" else n.parent
-            # scope is the block (or module) holding the def
-            owner = scope.parent if scope is not None and scope.type == "block" else None
-            fn = Function(name, n, _decorators(n))
-            if owner is None:
-                model.functions.setdefault(name, []).append(fn)
-            elif owner.type == "class_definition":
-                fn.cls = text(owner.child_by_field_name("name"))
-                model.methods.setdefault(name, []).append(fn)
-            else:
-                fn.nested = True
-                model.nested.setdefault(name, []).append(fn)
-            model._by_id[n.id] = fn
-        elif t == "class_definition":
-            model.classes[text(n.child_by_field_name("name"))] = n
-        elif t == "assignment":
-            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-            if left is not None and left.type == "identifier" and right is not None:
-                assigns.append((left, right))
+    for n in model.nodes("import"):
+        _collect_imports(model, n)
+    for n in model.nodes("function"):
+        name = model.text(n.child_by_field_name("name"))
+        scope = n.parent.parent if n.parent is not None and n.parent.type == "decorated_definition" else n.parent
+        # scope is the block (or module) holding the def
+        owner = scope.parent if scope is not None and scope.type == "block" else None
+        fn = Function(name, n, _decorators(n))
+        if owner is None:
+            model.functions.setdefault(name, []).append(fn)
+        elif owner.type == "class_definition":
+            fn.cls = model.text(owner.child_by_field_name("name"))
+            model.methods.setdefault(name, []).append(fn)
+        else:
+            fn.nested = True
+            model.nested.setdefault(name, []).append(fn)
+        model._by_id[n.id] = fn
+    for n in model.nodes("class"):
+        model.classes[text(n.child_by_field_name("name"))] = n
+    for n in model.nodes("assignment"):
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        if left is not None and left.type == "identifier" and right is not None:
+            assigns.append((left, right))
     # Module-level binders (for "is the entry rebound?" and for builtins shadowing).
     for stmt in tree.root_node.named_children:
         s = stmt.named_children[0] if stmt.type == "decorated_definition" and stmt.named_children else stmt
         for binder in _binders(s):
-            model.module_bindings.setdefault(text(binder), []).append(stmt)
+            model.module_bindings.setdefault(model.text(binder), []).append(stmt)
         if s.type == "expression_statement" and s.named_children and s.named_children[0].type == "assignment":
             a = s.named_children[0]
             left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
             if left is not None and left.type == "identifier":
-                name = text(left)
+                name = model.text(left)
                 const_counts[name] = const_counts.get(name, 0) + 1
                 if right is not None and right.type in _LITERALS:
                     model.module_constants[name] = right
@@ -331,7 +398,7 @@ def build_model(source: str | bytes) -> ModuleModel:
                 fnode = right.child_by_field_name("function")
                 if fnode is None or "builtins.getattr" not in model.qualnames(fnode):
                     continue
-            found.append((text(left), model.qualnames(right)))
+            found.append((model.text(left), model.qualnames(right)))
         changed = False
         for name, qs in found:
             for q in qs:

@@ -358,19 +358,57 @@ def _make_predicate(ctx: QueryContext):
     return predicate
 
 
-def run_query(rule: Rule, ctx: QueryContext) -> list[Node]:
-    """Nodes reported by a query rule (one per match)."""
-    assert rule.query is not None
-    q = compiled_query(rule.query)
-    names = [q.capture_name(i) for i in range(q.capture_count)]
-    order = (["violation"] if "violation" in names else []) + names
-    out: list[Node] = []
-    for _idx, caps in QueryCursor(q).matches(ctx.model.root, predicate=_make_predicate(ctx)):
+@dataclass
+class _Combined:
+    query: Query
+    owners: list[tuple[Rule, list[str]]]   # by pattern index: (rule, capture names to report, in order)
+
+
+_COMBINED: dict[tuple[str, ...], _Combined] = {}
+
+
+def _combined(rules: list[Rule]) -> _Combined | None:
+    """All query rules as one tree-sitter query, so the tree is searched once, not once per rule."""
+    qrules = [r for r in rules if r.query]
+    if not qrules:
+        return None
+    key = tuple(r.query for r in qrules)  # type: ignore[misc]
+    hit = _COMBINED.get(key)
+    if hit is not None:
+        return hit
+    owners: list[tuple[Rule, list[str]]] = []
+    for r in qrules:
+        sub = compiled_query(r.query)  # type: ignore[arg-type]
+        names = [sub.capture_name(i) for i in range(sub.capture_count)]
+        order = (["violation"] if "violation" in names else []) + names
+        owners += [(r, order)] * sub.pattern_count
+    q = Query(LANGUAGE, "\n".join(r.query for r in qrules))  # type: ignore[misc]
+    assert q.pattern_count == len(owners), "pattern count of the combined query drifted"
+    hit = _COMBINED[key] = _Combined(q, owners)
+    if len(_COMBINED) > 64:
+        _COMBINED.clear()
+        _COMBINED[key] = hit
+    return hit
+
+
+def run_queries(rules: list[Rule], ctx: QueryContext) -> list[tuple[Rule, Node]]:
+    """(rule, reported node) for every match of every query rule in `rules`, one search."""
+    c = _combined(rules)
+    if c is None:
+        return []
+    out: list[tuple[Rule, Node]] = []
+    for idx, caps in QueryCursor(c.query).matches(ctx.model.root, predicate=_make_predicate(ctx)):
+        rule, order = c.owners[idx]
         for nm in order:
             if caps.get(nm):
-                out.append(caps[nm][0])
+                out.append((rule, caps[nm][0]))
                 break
     return out
+
+
+def run_query(rule: Rule, ctx: QueryContext) -> list[Node]:
+    """Nodes reported by one query rule (one per match)."""
+    return [n for _, n in run_queries([rule], ctx)]
 
 
 def describe(rule: Rule) -> dict[str, Any]:
