@@ -38,9 +38,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except TaskError as e:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
-    from harness.wiring import RunConfig, start_session
+    from harness.wiring import RunConfig, make_agent, start_session
 
     cfg = RunConfig.from_args(args)
+    try:
+        make_agent(cfg.agent)  # a bad spec or missing key fails here, before a session folder exists
+    except (ValueError, FileNotFoundError) as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
     if not args.headless:
         return open_tui(task, cfg, None)
     session = start_session(task, cfg)
