@@ -195,8 +195,11 @@ class ModuleModel:
         out: frozenset[str] = frozenset()
         if node.type == "identifier":
             parent = node.parent
-            if parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == node:
-                self._qual_cache[key] = out  # `x.open`: the field name alone stands for nothing
+            if parent is not None and (
+                    (parent.type == "attribute" and parent.child_by_field_name("attribute") == node)
+                    or (parent.type in ("function_definition", "class_definition", "keyword_argument")
+                        and parent.child_by_field_name("name") == node)):
+                self._qual_cache[key] = out  # `x.open`, `def open`, `f(open=1)`: a name being defined
                 return out
             name = self.text(node)
             if name in self.aliases:

@@ -1,0 +1,55 @@
+"""Every bad candidate of the corpus is rejected with the rule its first line names; every good one
+is accepted. Bad files start with `# expect: <rule-id>`."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from harness.guard import check_source, rejected
+
+from pathlib import Path
+
+CORPUS = Path(__file__).parent / "corpus"
+
+BAD = sorted(CORPUS.glob("bad/*/*.py"))
+GOOD = sorted(CORPUS.glob("good/*/*.py"))
+
+
+def _id(p):
+    return f"{p.parent.name}/{p.stem}"
+
+
+def test_corpus_size_and_spread():
+    assert len(BAD) >= 30 and len(GOOD) >= 15
+    for files in (BAD, GOOD):
+        dsls = Counter(p.parent.name for p in files)
+        assert set(dsls) == {"triton", "cute", "cuda"}, dsls
+
+
+@pytest.mark.parametrize("path", BAD, ids=_id)
+def test_bad_candidate_rejected_with_expected_rule(path, task_for):
+    source = path.read_text()
+    first = source.splitlines()[0]
+    assert first.startswith("# expect: "), f"{path}: first line must be '# expect: <rule-id>'"
+    expected = first.split(":", 1)[1].strip()
+    found = check_source(source, task_for(path.parent.name))
+    assert rejected(found)
+    assert expected in {v.rule for v in found if v.severity == "error"}, \
+        f"{path.name}: expected {expected}, got {[(v.rule, v.line, v.message[-80:]) for v in found]}"
+
+
+@pytest.mark.parametrize("path", GOOD, ids=_id)
+def test_good_candidate_accepted(path, task_for):
+    found = check_source(path.read_text(), task_for(path.parent.name))
+    assert not rejected(found), [(v.rule, v.line, v.snippet, v.message[-100:]) for v in found]
+
+
+def test_builtin_baselines_of_triton_tasks_pass_their_dsl_checks(softmax_task):
+    # The baselines shipped with warpsmith must not be rejected by the static stage.
+    from harness.tasks import load_task
+
+    for name in ("softmax", "rmsnorm"):
+        task = load_task(name, check_null=False)
+        found = check_source(task.baseline_path.read_text(), task)
+        assert found == [], (name, found)
