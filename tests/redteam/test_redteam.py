@@ -27,7 +27,7 @@ def hashes(task_dir: Path) -> dict:
 
 CHEATS = all_cheats()
 # Per-cheat options: tight limits where the cheat is about limits.
-OPTIONS = {"hang": {"run_timeout_s": 5}, "host_oom": {"mem_cap_gb": 2.0, "run_timeout_s": 60}}
+OPTIONS = {"hang": {"run_timeout_s": 5}, "slow_import": {"import_timeout_s": 5}, "host_oom": {"mem_cap_gb": 2.0, "run_timeout_s": 60}}
 
 
 def _cuda() -> bool:
@@ -95,6 +95,8 @@ def test_verdict(cheat, verdicts):
     assert problem is None, f"{cheat.name}: {problem}\n{detail}"
     if cheat.expect == ["accepted"]:
         assert all(s["correct"] for s in v["shapes"])
+    if cheat.name in ("slow_import", "sys_exit_import"):
+        assert v["stage"] == "import"
     assert "WARPSMITH_CANARY" not in repr(v)
 
 
