@@ -21,7 +21,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--rules", default=None, metavar="ID,...",
                    help="rules packs to use instead of the task's (the DSL pack is always kept); "
-                        "+ID adds a pack to the task's, -ID removes a pack or a single rule")
+                        "+ID adds a pack to the task's, -ID removes a pack or a single rule (write --rules=-ID)")
     p.set_defaults(func=run)
 
 

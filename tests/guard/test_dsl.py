@@ -1,0 +1,109 @@
+"""The launch-on-every-path analysis, alias resolution and the torch allowlist, case by case."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from harness.guard import check_source
+from harness.guard.pyparse import build_model
+
+HEAD = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+
+'''
+L = "_k[(1,)](x, y, x.numel(), BLOCK=1024)"
+
+
+def launch_findings(body: str, task) -> list[int]:
+    src = HEAD + textwrap.dedent(body).replace("LAUNCH", L)
+    rules = [r for r in __import__("harness.guard", fromlist=["rules_for_task"]).rules_for_task(task)
+             if r.id == "triton-launch"]
+    return [v.line - HEAD.count("\n") for v in check_source(src, task, rules)]
+
+
+@pytest.mark.parametrize("body, bad_lines", [
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    LAUNCH\n    return y\n", []),
+    # every branch of an if/elif/else launches
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    if x.shape[0] > 4:\n        LAUNCH\n"
+     "    elif x.shape[0] > 2:\n        LAUNCH\n    else:\n        LAUNCH\n    return y\n", []),
+    # the elif branch does not
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    if x.shape[0] > 4:\n        LAUNCH\n"
+     "    elif x.shape[0] > 2:\n        pass\n    else:\n        LAUNCH\n    return y\n", [9]),
+    # a branch that raises needs no launch
+    ("def softmax(x):\n    if x.dim() != 2:\n        raise ValueError('2-D only')\n"
+     "    y = torch.empty_like(x)\n    LAUNCH\n    return y\n", []),
+    # early return before the launch
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    if x.numel() == 0:\n        return y\n    LAUNCH\n    return y\n", [4]),
+    # a while loop may not run
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    n = 0\n    while n < x.shape[0]:\n        LAUNCH\n"
+     "        n += 1\n    return y\n", [7]),
+    # range with a literal count >= 1 runs
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    for _ in range(2):\n        LAUNCH\n    return y\n", []),
+    # a with-statement body runs; so does a finally clause
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    try:\n        pass\n    finally:\n        LAUNCH\n    return y\n", []),
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    with torch.cuda.device(x.device):\n        LAUNCH\n    return y\n", []),
+    # falling off the end without launching
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    y.zero_()\n", [3]),
+    # a nested function that is never called launches nothing
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    def go():\n        LAUNCH\n    return y\n", [5]),
+    # short-circuit operands are conditional
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    x.numel() > 0 and LAUNCH\n    return y\n", [4]),
+    # a helper that launches on all its paths counts, one that launches on some does not
+    ("def _go(x, y):\n    LAUNCH\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    _go(x, y)\n    return y\n", []),
+    ("def _go(x, y):\n    if x.numel() > 8:\n        LAUNCH\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n"
+     "    _go(x, y)\n    return y\n", [9]),
+    # recursion is not assumed to launch
+    ("def _go(x, y):\n    return _go(x, y)\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    _go(x, y)\n    return y\n", [8]),
+    # match: a case without a launch
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    match x.dim():\n        case 2:\n            LAUNCH\n"
+     "        case _:\n            pass\n    return y\n", [8]),
+    # constant folding: `not DEBUG` with DEBUG = False is True
+    ("DEBUG = False\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    if not DEBUG:\n        LAUNCH\n    return y\n", []),
+])
+def test_launch_on_every_path(body, bad_lines, softmax_task):
+    assert launch_findings(body, softmax_task) == bad_lines
+
+
+@pytest.mark.parametrize("src, node_text, expected", [
+    ("import torch as t\nt.nn.functional.softmax\n", "t.nn.functional.softmax", {"torch.nn.functional.softmax"}),
+    ("from torch.nn import functional as F\nF.gelu\n", "F.gelu", {"torch.nn.functional.gelu"}),
+    ("import triton.language as L\nL.load\n", "L.load", {"triton.language.load"}),
+    ("from torch import softmax as s\ns\n", "s", {"torch.softmax"}),
+    ("import torch\nf = torch.exp\ng = f\ng\n", "g", {"torch.exp"}),
+    ("import torch\ntorch.cuda.current_stream().synchronize\n", "torch.cuda.current_stream().synchronize",
+     {"torch.cuda.current_stream().synchronize"}),
+    ("import torch\ny = torch.topk(x, 2).indices\ny\n", "y", set()),  # a value, not an alias
+    ("len\n", "len", {"builtins.len"}),
+    ("def len(x):\n    return 0\nlen\n", "len", set()),  # shadowed builtin
+])
+def test_qualnames(src, node_text, expected):
+    m = build_model(src)
+    last = m.root.named_children[-1].named_children[0]
+    assert m.text(last) == node_text
+    assert set(m.qualnames(last)) == expected
+
+
+@pytest.mark.parametrize("expr, ok", [
+    ("torch.empty_like(x)", True), ("torch.empty(3, device=x.device, dtype=torch.bfloat16)", True),
+    ("x.contiguous().view(-1)", True), ("x.stride(0) * x.shape[1]", True), ("x.new_empty(x.shape)", True),
+    ("torch.cuda.get_device_properties(x.device).multi_processor_count", True),
+    ("torch.exp(x)", False), ("x.sum(-1)", False), ("torch.ops.aten.add(x, x)", False),
+    ("torch.compile(len)", False), ("torch.nn.functional.relu(x)", False), ("x.float().softmax(-1)", False),
+    ("torch.Tensor.exp(x)", False),
+])
+def test_torch_allowlist(expr, ok, softmax_task):
+    from harness.guard import rules_for_task
+
+    src = HEAD + f"def softmax(x):\n    y = torch.empty_like(x)\n    z = {expr}\n    {L}\n    return y\n"
+    rules = [r for r in rules_for_task(softmax_task) if r.id == "torch-compute"]
+    found = check_source(src, softmax_task, rules)
+    assert (not found) == ok, found
