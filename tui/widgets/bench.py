@@ -10,7 +10,6 @@ from textual.widgets import DataTable, Sparkline, Static
 from tui.state import TALLY_KEYS, RunState
 
 COLUMNS = ("shape", "ok", "best µs", "cand µs", "×", "roof")
-NARROW_COLUMNS = ("shape", "ok", "best", "cand", "×", "roof")
 
 
 def _num(v: object, fmt: str) -> str:
@@ -101,7 +100,9 @@ class BenchPane(VerticalScroll):
         if not self.is_mounted:
             return
         table = self.query_one("#shapes", DataTable)
-        table.clear()
+        # Columns too: DataTable keeps header widths from before the rows otherwise.
+        table.clear(columns=True)
+        table.add_columns(*COLUMNS)
         for row in shape_rows(state.verdict or {}):
             table.add_row(*row)
         self.query_one("#verdict", Static).update(verdict_text(state))

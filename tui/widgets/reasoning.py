@@ -47,7 +47,8 @@ class ReasoningPane(VerticalScroll):
         new: list[Widget] = []
         for turn in state.turns:
             if id(turn) not in self._turns:
-                header = Static(f"── iteration {turn.iteration} ──", classes="turn-header")
+                title = f"iteration {turn.iteration}" if turn.iteration else "session"
+                header = Static(f"── {title} ──", classes="turn-header")
                 self._turns[id(turn)] = header
                 new.append(header)
             for block in turn.blocks:

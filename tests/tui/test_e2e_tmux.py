@@ -1,0 +1,94 @@
+"""End to end in a real terminal: `warpsmith run softmax` in tmux (offline tuner, real evaluator in
+Triton's interpreter), keep the first candidate with `k` (+ `y`: on a CPU the harness recommends
+revert, so keeping is a confirmed override), quit, then find the keep in git and the journal."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed (apt-get install tmux)")
+
+WARPSMITH = Path(sys.executable).with_name("warpsmith")
+
+
+def tmux(sock: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True)
+
+
+def capture(sock: str) -> str:
+    return tmux(sock, "capture-pane", "-p", "-t", "e2e").stdout
+
+
+def pane_dead(sock: str) -> bool:
+    out = tmux(sock, "display-message", "-p", "-t", "e2e", "#{pane_dead}")
+    return out.returncode != 0 or out.stdout.strip() == "1"
+
+
+def wait_screen(sock: str, text: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = capture(sock)
+        if text in screen:
+            return screen
+        if pane_dead(sock):
+            raise AssertionError(f"the app exited before {text!r} appeared:\n{screen}")
+        time.sleep(0.25)
+    raise AssertionError(f"{text!r} never appeared on screen; last screen:\n{screen}")
+
+
+def test_keep_in_tmux(tmp_path: Path):
+    if not WARPSMITH.exists():
+        pytest.skip(f"{WARPSMITH} missing: pip install -e . first")
+    sock = f"warpsmith-e2e-{os.getpid()}"
+    env = f"TERM=screen-256color TRITON_INTERPRET=1 WARPSMITH_BELL=0"
+    cmd = f"cd {tmp_path} && env {env} {WARPSMITH} run softmax --iterations 3"
+    started = tmux(sock, "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "48", cmd)
+    assert started.returncode == 0, started.stderr
+    tmux(sock, "set-option", "-t", "e2e", "remain-on-exit", "on")  # keep what it prints on exit
+    try:
+        wait_screen(sock, "Decide #1", timeout=240)
+        time.sleep(0.5)  # past the early-keypress guard
+        tmux(sock, "send-keys", "-t", "e2e", "k")
+        wait_screen(sock, "against the recommendation", timeout=20)
+        time.sleep(0.5)
+        tmux(sock, "send-keys", "-t", "e2e", "y")
+        deadline = time.monotonic() + 30
+        sessions = tmp_path / ".warpsmith" / "sessions"
+        journal: list[dict] = []
+        while time.monotonic() < deadline:
+            jpaths = list(sessions.glob("*/journal.jsonl"))
+            journal = [json.loads(line) for line in jpaths[0].read_text().splitlines()] if jpaths else []
+            if any(r.get("kind") == "Decision" for r in journal):
+                break
+            time.sleep(0.25)
+        time.sleep(0.5)
+        tmux(sock, "send-keys", "-t", "e2e", "q")
+        time.sleep(1.0)
+        if "Quit during an evaluation" in capture(sock):
+            time.sleep(0.4)
+            tmux(sock, "send-keys", "-t", "e2e", "y")
+        deadline = time.monotonic() + 30
+        while not pane_dead(sock) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert pane_dead(sock), "the app did not quit:\n" + capture(sock)
+        final = capture(sock)
+    finally:
+        tmux(sock, "kill-server")
+    decision = next(r for r in journal if r.get("kind") == "Decision")
+    assert (decision["iteration"], decision["action"], decision["by"], decision["override"]) == (1, "keep", "human", True)
+    repo = next(sessions.glob("*/repo"))
+    refs = subprocess.run(["git", "-C", str(repo), "for-each-ref", "--format=%(refname) %(objectname)",
+                           "refs/kept/"], capture_output=True, text=True).stdout.split()
+    assert refs == ["refs/kept/0001", decision["commit"]]
+    best = subprocess.run(["git", "-C", str(repo), "rev-parse", "refs/heads/best"], capture_output=True,
+                          text=True).stdout.strip()
+    assert best == decision["commit"]
+    assert "resume: warpsmith sessions resume" in final
