@@ -110,7 +110,7 @@ TENSOR_COMPUTE_METHODS: frozenset[str] = frozenset(_COMPUTE) | frozenset(
 )
 
 # Roots a call on the entry path may resolve to (besides torch, judged by its allowlist).
-_SAFE_ROOTS = {"math", "functools", "itertools", "operator", "typing", "dataclasses", "collections",
+_SAFE_ROOTS = {"math", "functools", "itertools", "typing", "dataclasses", "collections",
                "enum", "numbers", "warnings", "logging", "builtins"}
 _ROOTS_BY_DSL = {"triton": {"triton"}, "cute": {"cutlass", "cuda"}, "cuda": set()}
 _DANGEROUS_BUILTINS = {"builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__",
@@ -549,6 +549,11 @@ def _check_entry_defined(d: DslModel) -> list[Finding]:
     if len(binds) > 1:
         for b in binds[1:]:
             out.append(Finding(b, f"`{name}` is bound {len(binds)} times at module level; the last binding wins"))
+    for fn in fns:
+        for dec in fn.decorators:
+            target = dec.child_by_field_name("function") if dec.type == "call" else dec
+            if not (target is not None and m.qualnames(target) & {"torch.no_grad", "torch.inference_mode"}):
+                out.append(Finding(dec, f"`@{m.text(dec)}` on the entry: a decorator can replace the function"))
     return out
 
 
@@ -743,8 +748,8 @@ def _torch_ok(q: str, dsl: str, ext_ns: set[str]) -> bool:
 
 def _check_torch_compute(d: DslModel) -> list[Finding]:
     out: list[Finding] = []
-    for fn in d.host_path():
-        for n in _maximal_chains(d.m, fn.body):
+    for fn, part in ((f, p) for f in d.host_path() for p in f.scanned):
+        for n in _maximal_chains(d.m, part):
             for q in d.m.qualnames(n):
                 if q.split(".")[0] != "torch" or q == "torch":
                     continue
@@ -756,14 +761,14 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
                 if bad:
                     out.append(Finding(n, f"tensor method `.{bad[0]}()` on the entry path (in `{fn.name}`)"))
                     break
-        for call, name in _compute_method_calls(d.m, fn.body):
+        for call, name in _compute_method_calls(d.m, part):
             f = call.child_by_field_name("function")
-            if f is None or d.m.qualnames(f):
-                continue  # resolved chains were judged above
+            if f is None or any(q.startswith("torch") for q in d.m.qualnames(f)):
+                continue  # torch chains were judged above
             obj = f.child_by_field_name("object")
             if not (obj is not None and d.is_handle(obj)):
                 out.append(Finding(call, f"tensor method `.{name}()` on the entry path (in `{fn.name}`)"))
-        for n in d.m.nodes_in("matmul", fn.body):
+        for n in d.m.nodes_in("matmul", part):
             out.append(Finding(n, f"matrix product operator `@` on the entry path (in `{fn.name}`)"))
     return out
 
@@ -771,8 +776,8 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
 def _check_foreign_call(d: DslModel) -> list[Finding]:
     allowed = _SAFE_ROOTS | _ROOTS_BY_DSL.get(d.dsl, set()) | {"torch"}
     out: list[Finding] = []
-    for fn in d.host_path():
-        for n in _maximal_chains(d.m, fn.body):
+    for fn, part in ((f, p) for f in d.host_path() for p in f.scanned):
+        for n in _maximal_chains(d.m, part):
             for q in d.m.qualnames(n):
                 root = q.split(".")[0]
                 if root.startswith(".") or q.startswith("."):
@@ -812,6 +817,8 @@ def _check_dynamic_lookup(d: DslModel) -> list[Finding]:
             out.append(Finding(n, "importlib/runpy call"))
     for n in m.nodes("dunder"):
         out.append(Finding(n, f"`{text(n)}` reference"))
+    for fn in m.functions.get("__getattr__", []):
+        out.append(Finding(fn.node, "module-level __getattr__ makes names appear at run time"))
     return out
 
 

@@ -126,10 +126,18 @@ class Function:
     decorators: list[Node]          # decorator expressions, outermost first
     cls: str | None = None          # enclosing class name for methods
     nested: bool = False            # defined inside another function
+    value: bool = False             # a module-level `name = <expr>`: node is the assignment
 
     @property
     def body(self) -> Node:
-        return self.node.child_by_field_name("body")  # type: ignore[return-value]
+        field_name = "right" if self.value else "body"
+        return self.node.child_by_field_name(field_name)  # type: ignore[return-value]
+
+    @property
+    def scanned(self) -> list[Node]:
+        """What the entry-path checks read: the whole def (defaults and annotations included) and
+        its decorators, which run too and can replace the function."""
+        return [self.node, *self.decorators]
 
 
 @dataclass
@@ -143,6 +151,7 @@ class ModuleModel:
     methods: dict[str, list[Function]] = field(default_factory=dict)     # methods by name
     nested: dict[str, list[Function]] = field(default_factory=dict)      # nested defs by name
     classes: dict[str, Node] = field(default_factory=dict)
+    values: dict[str, list[Function]] = field(default_factory=dict)     # module-level name = expr
     module_bindings: dict[str, list[Node]] = field(default_factory=dict)  # top-level binders
     module_constants: dict[str, Node] = field(default_factory=dict)      # NAME = <literal>, bound once
     index: dict[str, list[Node]] = field(default_factory=dict)    # kind -> nodes, source order
@@ -259,7 +268,7 @@ class ModuleModel:
         its body, and any method whose name follows a dot. Found by a regex over the body's text:
         a name in a string or comment counts too, which only over-approximates (sound)."""
         if self._callee_re is None:
-            plain = set(self.functions) | set(self.nested) | set(self.classes)
+            plain = set(self.functions) | set(self.nested) | set(self.classes) | set(self.values)
             methods = set(self.methods)
             parts = []
             if plain:
@@ -270,15 +279,17 @@ class ModuleModel:
         out: list[Function] = []
         names: set[str] = set()
         attrs: set[str] = set()
-        for m in self._callee_re.finditer(self.body_bytes(fn.body)):
-            gd = m.groupdict()
-            if gd.get("name"):
-                names.add(gd["name"].decode())
-            elif gd.get("attr"):
-                attrs.add(gd["attr"].decode())
+        for part in fn.scanned:
+            for m in self._callee_re.finditer(self.body_bytes(part if not fn.value else fn.body)):
+                gd = m.groupdict()
+                if gd.get("name"):
+                    names.add(gd["name"].decode())
+                elif gd.get("attr"):
+                    attrs.add(gd["attr"].decode())
         for name in names:
             out += self.functions.get(name, [])
             out += self.nested.get(name, [])
+            out += self.values.get(name, [])
             if name in self.classes:
                 for meth in _IMPLICIT_METHODS:
                     out += [f for f in self.methods.get(meth, []) if f.cls == name]
@@ -387,6 +398,10 @@ def build_model(source: str | bytes) -> ModuleModel:
                 const_counts[name] = const_counts.get(name, 0) + 1
                 if right is not None and right.type in _LITERALS:
                     model.module_constants[name] = right
+                if right is not None:
+                    # Module-level values the entry names (a lambda, functools.partial(torch.exp),
+                    # an instance) are read as part of the entry path.
+                    model.values.setdefault(name, []).append(Function(name, a, [], value=True))
     for name, k in const_counts.items():
         if k > 1:
             model.module_constants.pop(name, None)
