@@ -154,3 +154,22 @@ def test_entry_name_is_put_into_messages(softmax_task):
     found = check_source("import torch\n", softmax_task)
     msgs = [v.message for v in found if v.rule == "entry-defined"]
     assert msgs and "def softmax(...)" in msgs[0]
+
+
+def test_warning_severity_is_reported_but_does_not_reject(tmp_path, monkeypatch, capsys):
+    from harness.cli import main
+
+    _write_pack(tmp_path, "style", '''
+[[rule]]
+id = "prefer-cdiv"
+message = "Prefer triton.cdiv over manual ceil division."
+severity = "warning"
+query = '((binary_operator operator: "//") @violation)'
+''')
+    monkeypatch.setenv("WARPSMITH_PACKS", str(tmp_path))
+    src = tmp_path / "c.py"
+    good = Path(__file__).parent / "corpus" / "good" / "triton" / "baseline.py"
+    src.write_text(good.read_text() + "\nHALF = 7 // 2\n")
+    assert main(["check", "softmax", str(src), "--rules=+style"]) == 0
+    out = capsys.readouterr().out
+    assert "prefer-cdiv [warning]" in out
