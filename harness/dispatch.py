@@ -19,6 +19,7 @@ keep wins the whole range against its incumbent); else the default. Shapes in no
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import importlib.util
 import math
 import re
@@ -314,10 +315,12 @@ def render_dispatcher(task: Task, rows: list[TableRow], sources: dict[str, str],
     axes = axes or {b.dim: bucket_axis(task, b.dim) for b in task.buckets}
     dmod, dfn, dsrc = _default_spec(task)
     tag = re.sub(r"\W+", "_", task.name)
+    # Names carry the source's hash: two dispatchers in one process must not share a cached module.
+    dname = f"warpsmith_dispatch_{tag}_default_{hashlib.sha256(dsrc.encode()).hexdigest()[:8]}" if dsrc else ""
     modnames: dict[str, str] = {}
     for r in rows:
         if r.commit and r.commit not in modnames:
-            modnames[r.commit] = f"warpsmith_dispatch_{tag}_k{len(modnames)}_{r.commit[:8]}"
+            modnames[r.commit] = f"warpsmith_dispatch_{tag}_k{len(modnames)}_{r.commit[:12]}"
     header = ["| bucket | range | runs | kernel us | incumbent us | speedup | shapes measured |",
               "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -348,9 +351,9 @@ def render_dispatcher(task: Task, rows: list[TableRow], sources: dict[str, str],
     for commit, name in modnames.items():
         lines.append(f"    {name!r}: {_py_str(sources[commit])},")
     if dsrc is not None:
-        lines.append(f"    {'warpsmith_dispatch_' + tag + '_default'!r}: {_py_str(dsrc)},")
+        lines.append(f"    {dname!r}: {_py_str(dsrc)},")
     lines.append("}")
-    default_mod = f"warpsmith_dispatch_{tag}_default" if dsrc is not None else dmod
+    default_mod = dname if dsrc is not None else dmod
     lines.append(f"DEFAULT = ({default_mod!r}, {dfn!r}, {dsrc is not None})")
     lines.append("# (bucket, input index, axis, lo, hi, module or None for the default, label)")
     lines.append("TABLE = [")
@@ -435,10 +438,12 @@ def export_session(session, out: Path, task: Task | None = None) -> int:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
     ws = session.workspace
-    if not task.buckets:
+    if not task.buckets or not bucket_keeps(session):
         # Nothing to route: the best kernel as it is, as before this module existed.
         out.write_text(ws.source(ws.best))
-        print(f"wrote best kernel ({ws.best[:10]}) to {out} (task {task.name} declares no [[buckets]]: no dispatch)")
+        why = (f"task {task.name} declares no [[buckets]]" if not task.buckets
+               else "no candidate was kept for some buckets only")
+        print(f"wrote best kernel ({ws.best[:10]}) to {out} ({why}: no dispatch)")
         return 0
     try:
         restore_bucket_refs(session)

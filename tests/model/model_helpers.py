@@ -10,40 +10,27 @@ REPO = Path(__file__).resolve().parents[2]
 SOFTMAX = REPO / "kernels" / "softmax"
 ONEPASS = SOFTMAX / "candidates" / "onepass.py"
 
-BUCKETS = """
-default = "reference:reference"
-e2e = "e2e.py"
-
-[[buckets]]
-name = "short rows"
-dim = "cols"
-lo = 1
-hi = 1025
-
-[[buckets]]
-name = "mid rows"
-dim = "cols"
-lo = 1025
-hi = 32769
-
-[[buckets]]
-name = "long rows"
-dim = "cols"
-lo = 32769
-"""
+BUCKETS = [{"name": "short rows", "dim": "cols", "lo": 1, "hi": 1025},
+           {"name": "mid rows", "dim": "cols", "lo": 1025, "hi": 32769},
+           {"name": "long rows", "dim": "cols", "lo": 32769}]
 
 
 def bucketed_softmax(dest: Path) -> Path:
+    """A copy of the softmax task with these buckets, the reference as default and e2e.py, whatever
+    the built-in task.toml says about them (rewritten through tomllib/tomli_w, not by string edits)."""
+    import tomli_w
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
     d = dest / "softmax_b"
     shutil.copytree(SOFTMAX, d, ignore=shutil.ignore_patterns("__pycache__"))
     toml = d / "task.toml"
-    text = toml.read_text()
-    # top-level keys must precede the first table
-    head, sep, rest = text.partition("\n[[shapes]]")
-    top = "\n".join(line for line in BUCKETS.splitlines() if not line.startswith("[[") and "=" in line
-                    and line.split("=")[0].strip() in ("default", "e2e"))
-    tables = BUCKETS.split('e2e = "e2e.py"\n', 1)[1]
-    toml.write_text(head + "\n" + top + "\n" + sep + rest + "\n" + tables)
+    data = tomllib.loads(toml.read_text())
+    data.update(default="reference:reference", e2e="e2e.py", buckets=BUCKETS)
+    toml.write_text(tomli_w.dumps(data))
     return d
 
 

@@ -34,7 +34,8 @@ def test_e2e_command_stacks_two_sessions(tmp_path, monkeypatch, capsys):
         ids.append(Session.create(name, "script", t.baseline_path.read_text()).id)
     assert main(["e2e", *ids]) == 0
     out = capsys.readouterr().out
-    assert "softmax: best" in out and "rmsnorm: best" in out
+    # best kernel, or the dispatcher where softmax's task.toml declares buckets: either runs
+    assert ("softmax: best" in out or "softmax: dispatcher" in out) and "rmsnorm: best" in out
     assert "all stacked" in out and "timing unavailable (no GPU: outputs compared only)" in out
     assert main(["e2e", ids[0], ids[0]]) == 2
     assert "two sessions of task softmax" in capsys.readouterr().err

@@ -105,7 +105,7 @@ def test_export_embeds_kernels_routes_by_bucket_and_is_correct_everywhere(task, 
     text = out.read_text()
     # one module per distinct kernel, the default embedded too, the measured table in the docstring
     assert text.count("warpsmith_dispatch_softmax_k0_") >= 2 and "warpsmith_dispatch_softmax_k1_" not in text
-    assert "warpsmith_dispatch_softmax_default" in text
+    assert "warpsmith_dispatch_softmax_default_" in text
     doc = _import(out, "exported_a").__doc__
     assert "| short rows | cols in [1, 1025) | iter 1" in doc and "| 20.0 | 40.0 | 2.000 | many short rows |" in doc
     assert "| long rows | cols in [32769, inf) | default |" in doc
@@ -140,11 +140,31 @@ def test_export_without_buckets_writes_best_kernel(tmp_path, capsys):
     from harness.tasks import load_task
 
     plain = load_task("softmax")
+    plain.buckets = []  # whatever the built-in task.toml declares
     s = Session.create("softmax", "script", plain.baseline_path.read_text(), base=tmp_path)
     out = tmp_path / "best.py"
     assert d.export_session(s, out, plain) == 0
     assert out.read_text() == plain.baseline_path.read_text()
     assert "declares no [[buckets]]" in capsys.readouterr().out
+
+
+def test_export_without_bucket_keeps_writes_best_kernel(task, session, tmp_path, capsys):
+    out = tmp_path / "best.py"
+    assert d.export_session(session, out, task) == 0
+    assert out.read_text() == task.baseline_path.read_text()
+    assert "no candidate was kept for some buckets only" in capsys.readouterr().out
+
+
+def test_two_dispatchers_with_different_defaults_in_one_process(task, session, tmp_path):
+    ws = session.workspace
+    d.keep_for_buckets(session, 1, ws.commit_candidate(ONEPASS.read_text(), 1, "one pass"), ["short rows"], task)
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    assert d.export_session(session, a, task) == 0
+    task.default = "default:softmax"
+    assert d.export_session(session, b, task) == 0
+    ma, mb = _import(a, "two_a"), _import(b, "two_b")
+    assert ma.DEFAULT[0] != mb.DEFAULT[0]
+    assert ma.kernels()["default"].__name__ == "reference" and mb.kernels()["default"].__name__ == "softmax"
 
 
 def test_bucket_axis_error_names_reference(task, tmp_path):
