@@ -12,7 +12,7 @@ import torch
 from harness.tasks import TaskError, Tolerance, check_null_outputs_fail, compare, load_module, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
-TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress"]
+TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress", "dsv4_csa_decode_fp8"]
 BF = torch.bfloat16
 # The interpreter evaluates both sides of tl.where: exp(-inf - -inf) warns in numpy, is discarded.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")

@@ -145,3 +145,38 @@ def test_compress_inputs_cover_entry_zero():
     kv, sc, w, c, s, overlap = m.make_inputs(dict(batch=3, ratio=4, d=128), BF, 0, "cpu")
     assert overlap and torch.isinf(sc[0, :4]).all() and torch.isfinite(sc[1]).all()
     assert torch.isfinite(m.reference(kv, sc, w, c, s, overlap).float()).all()
+
+
+def test_fp8_model1_layout_and_dequantisation_follow_flashmla():
+    m = ref("dsv4_csa_decode_fp8")
+    assert m.BYTES_PER_TOKEN == 584 and m.block_bytes(64) == 37440  # 64*584 padded to 65*576
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(1, 70, 512, generator=g) * torch.logspace(-3, 2, 70)[None, :, None]).to(BF)
+    qc = m.quantize(x)
+    assert qc.shape == (1, 2, 37440) and qc.dtype == torch.uint8
+    j = 66                                  # block 1, slot 2
+    blk, slot = qc[0, 1], 2
+    row = blk[slot * 576:(slot + 1) * 576]
+    assert torch.equal(row[448:].view(BF), x[0, j, 448:])             # RoPE part stored as bf16
+    for t in range(7):                                                # independent per-tile formula
+        tile = x[0, j, t * 64:(t + 1) * 64].float()
+        s = 2.0 ** torch.ceil(torch.log2(torch.clamp(tile.abs().max() / 448, min=1e-4)))
+        assert int(blk[64 * 576 + slot * 8 + t]) == int(torch.log2(s)) + 127   # ue8m0 byte
+        fp8 = (tile / s).to(torch.float8_e4m3fn)
+        assert torch.equal(row[t * 64:(t + 1) * 64], fp8.view(torch.uint8))
+    deq = m.dequantize_entries(qc, torch.tensor([[j, -1]], dtype=torch.int32))
+    exp = torch.cat([torch.cat([(x[0, j, t * 64:(t + 1) * 64].float()
+                                / 2.0 ** (int(blk[64 * 576 + slot * 8 + t]) - 127)).to(torch.float8_e4m3fn).float()
+                                * 2.0 ** (int(blk[64 * 576 + slot * 8 + t]) - 127) for t in range(7)]),
+                     x[0, j, 448:].float()])
+    assert torch.equal(deq[0, 0].float(), exp) and torch.equal(deq[0, 1], torch.zeros(512, dtype=BF))
+
+
+def test_fp8_reference_is_the_bf16_task_on_the_dequantised_cache():
+    m = ref("dsv4_csa_decode_fp8")
+    dims = dict(batch=2, heads=8, ctx=400, min_ctx=50, topk=24)
+    q, kvw, wl, comp, idx, sinks, cos, sin = m.make_inputs(dims, BF, 4, "cpu")
+    n = dims["ctx"] // 4
+    whole = m.dequantize_entries(comp, torch.arange(n, dtype=torch.int32)[None].expand(2, -1))
+    exp = m.BF16_TASK.reference(q, kvw, wl, whole, idx, sinks, cos, sin)
+    assert torch.equal(m.reference(q, kvw, wl, comp, idx, sinks, cos, sin), exp)

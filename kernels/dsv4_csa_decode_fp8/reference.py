@@ -1,0 +1,106 @@
+"""DeepSeek V4 CSA sparse decode reading the compressed entries from FlashMLA's FP8 "MODEL1" cache
+layout (stretch variant of dsv4_csa_decode: same attention, same inputs except comp_cache).
+
+Layout and dequantisation exactly as deepseek-ai/FlashMLA `tests/quant.py` (@ 520fec6):
+`FP8KVCacheLayout.MODEL1_FP8Sparse.get_meta()` = (d 512, d_nope 448, d_rope 64, tile 64, 7 tiles);
+`quantize_k_cache` / `dequantize_k_cache` MODEL1 branch:
+  per token 584 bytes = 448 e4m3 NoPE values + 64 bf16 RoPE values (128 bytes), stored block-wise:
+  a block of `block_size` tokens holds block_size x 576 bytes of [nope | rope], then block_size x 8
+  bytes of scales (7 ue8m0 = float8_e8m0fnu, one per 64 NoPE values, + 1 pad byte), and the block
+  is padded to a multiple of 576 bytes.
+  scale = 2^ceil(log2(max(amax_tile / 448, 1e-4))); nope = (x / scale).to(float8_e4m3fn);
+  dequant: nope.to(bf16) * scale.to(bf16) (exact: a power-of-two scaling of an e4m3 value).
+Here block_size is 64 (FlashMLA's MODEL1 tests use 64 for the extra/compressed cache) and each
+sequence owns its blocks in order: entry j of sequence b lives in comp_cache[b, j // 64], slot j % 64
+(a paged cache would add a block table; the bytes read per entry are the same).
+The sliding window stays bf16 [B, 128, 512] (as DS's own inference code keeps its kv_cache).
+
+Semantics of the attention: kernels/dsv4_csa_decode/reference.py (DS model.py `Attention.forward`,
+kernel.py `sparse_attn_kernel`); this module dequantises the gathered entries and calls it.
+"""
+import importlib.util
+from pathlib import Path
+
+import torch
+
+D, D_NOPE, D_ROPE, TILE, N_TILES = 512, 448, 64, 64, 7
+BLOCK_SIZE = 64
+ROW_BYTES = D_NOPE + 2 * D_ROPE                     # 576: fp8 nope + bf16 rope
+BYTES_PER_TOKEN = ROW_BYTES + N_TILES + 1           # 584 with the scales and their pad byte
+
+
+def _load_bf16_task():
+    path = Path(__file__).resolve().parent.parent / "dsv4_csa_decode" / "reference.py"
+    spec = importlib.util.spec_from_file_location("dsv4_csa_decode_reference_for_fp8", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+BF16_TASK = _load_bf16_task()
+
+
+def block_bytes(block_size: int = BLOCK_SIZE) -> int:
+    return (block_size * BYTES_PER_TOKEN + 576 - 1) // 576 * 576
+
+
+def quantize(cache: torch.Tensor, block_size: int = BLOCK_SIZE) -> torch.Tensor:
+    """bf16 [B, N, 512] -> uint8 [B, ceil(N/bs), block_bytes]: FlashMLA quantize_k_cache (MODEL1)."""
+    B, N, d = cache.shape
+    nblk = -(-N // block_size)
+    # Each sequence's last block is padded with zero tokens.
+    x = torch.cat([cache, cache.new_zeros(B, nblk * block_size - N, d)], 1).reshape(B * nblk, block_size, d)
+    out = torch.zeros(B * nblk, block_bytes(block_size), dtype=torch.uint8, device=cache.device)
+    rows = out[:, :block_size * ROW_BYTES].view(B * nblk, block_size, ROW_BYTES)
+    rows[:, :, D_NOPE:] = x[..., D_NOPE:].contiguous().view(torch.uint8).view(B * nblk, block_size, 2 * D_ROPE)
+    scales = out[:, block_size * ROW_BYTES:block_size * BYTES_PER_TOKEN].view(B * nblk, block_size, 8)
+    for t in range(N_TILES):
+        tile = x[..., t * TILE:(t + 1) * TILE]
+        s = tile.abs().amax(dim=-1).float() / 448.0
+        s = torch.pow(2, torch.clamp_min(s, 1e-4).log2().ceil())   # ue8m0, as _cast_scale_inv_to_ue8m0
+        scales[:, :, t] = s.to(torch.float8_e8m0fnu).view(torch.uint8)
+        q = (tile.float() / s[..., None]).to(torch.float8_e4m3fn)
+        rows[:, :, t * TILE:(t + 1) * TILE] = q.view(torch.uint8)
+    return out.view(B, nblk, -1)
+
+
+def dequantize_entries(comp_fp8: torch.Tensor, indices: torch.Tensor, block_size: int = BLOCK_SIZE) -> torch.Tensor:
+    """The entries named by indices [B, K] (-1 -> zeros), dequantised as FlashMLA dequantize_k_cache."""
+    B, nblk, nbytes = comp_fp8.shape
+    idx = indices.clamp(min=0).long()
+    blocks = torch.gather(comp_fp8, 1, (idx // block_size)[..., None].expand(-1, -1, nbytes))  # [B, K, bytes]
+    slot = (idx % block_size)[..., None]
+    row = torch.gather(blocks, 2, slot * ROW_BYTES + torch.arange(ROW_BYTES, device=idx.device))
+    sc = torch.gather(blocks, 2, block_size * ROW_BYTES + slot * 8 + torch.arange(N_TILES, device=idx.device))
+    out = torch.empty(*idx.shape, D, dtype=torch.bfloat16, device=idx.device)
+    out[..., D_NOPE:] = row[..., D_NOPE:].contiguous().view(torch.bfloat16)
+    nope = row[..., :D_NOPE].contiguous().view(torch.float8_e4m3fn)
+    scale = sc.contiguous().view(torch.float8_e8m0fnu)
+    for t in range(N_TILES):
+        out[..., t * TILE:(t + 1) * TILE] = nope[..., t * TILE:(t + 1) * TILE].to(torch.bfloat16) * \
+            scale[..., t].to(torch.bfloat16)[..., None]
+    return torch.where((indices >= 0)[..., None], out, torch.zeros_like(out))
+
+
+def make_inputs(dims, dtype, seed, device):
+    q, kvw, wl, comp, idx, sinks, cos, sin = BF16_TASK.build_inputs(dims, dtype, seed, device)
+    return q, kvw, wl, quantize(comp), idx, sinks, cos, sin
+
+
+def reference(q, kv_window, window_len, comp_fp8, indices, sinks, cos, sin):
+    rows = dequantize_entries(comp_fp8, indices)
+    local = torch.where(indices >= 0, torch.arange(indices.shape[1], device=indices.device)[None, :], -1)
+    return BF16_TASK.reference(q, kv_window, window_len, rows, local.to(torch.int32), sinks, cos, sin)
+
+
+def bytes_moved(dims, dtype):
+    es = torch.empty((), dtype=dtype).element_size()
+    B, H, topk = dims["batch"], dims["heads"], dims["topk"]
+    lens = BF16_TASK.ragged_lengths(dims, 0).tolist()
+    win = sum(min(L, 128) for L in lens)
+    ent = sum(min(topk, L // 4) for L in lens)
+    return 2 * B * H * D * es + win * D * es + ent * BYTES_PER_TOKEN + B * topk * 4 + B * 4 + H * 4 + 2 * B * 32 * 4
+
+
+def flops(dims):
+    return BF16_TASK.flops(dims)
