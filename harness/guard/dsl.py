@@ -12,8 +12,11 @@ What is read, per DSL:
           torch.utils.cpp_extension.load_inline/load; the entry calls a function of that module.
 
 The entry path is the entry function plus every module function it can reach (call graph within
-the module: calls, references such as `map(helper, ...)`, classes instantiated, methods by name).
-DSL kernel bodies are device code and are not part of it.
+the module: calls, references such as `map(helper, ...)`, classes instantiated, methods by name,
+module-level values it names such as `_f = lambda t: ...` or `_g = functools.partial(...)`), each
+read whole: default arguments, annotations and decorators included. DSL kernel bodies are device
+code and are not part of it. Names are found by a regex over each function's text, so a name in a
+string or comment also counts: that only adds functions to the path (sound, never hides one).
 
 Limits (sound but simple, on purpose):
   * "Launches on every path that returns": each `return` reachable in the entry, and falling off
@@ -25,7 +28,12 @@ Limits (sound but simple, on purpose):
     A call to a module function counts as a launch when that function launches on all its paths.
   * Values are not tracked: torch work hidden behind arithmetic operators on tensors (`x * y`) is
     not visible here; the runtime check `dsl-kernel-runs` (no-op swap) catches it.
-  * Method calls on objects of unknown type are judged by name against TENSOR_COMPUTE_METHODS.
+  * Method calls on objects of unknown type are judged by name against TENSOR_COMPUTE_METHODS
+    (`list.sort`/`set.add` are left out of it, so `x.sort()` on a tensor is not seen here).
+  * Class attributes (`class A: f = torch.exp`) and objects built by other modules are not followed.
+  * An early `return` for empty inputs (`if rows == 0: return y`) is a path without a launch and is
+    rejected: launch with the empty grid instead (Triton 3.9 skips a launch whose grid is empty,
+    triton/backends/nvidia/driver.c).
 """
 from __future__ import annotations
 
