@@ -19,6 +19,14 @@ if [ "$MODE" = smoke ]; then
     --json "$OUT/redteam_smoke.json" 2>&1 | tail -40
   timeout 100 $PY bench/timing_trust.py --trials 8 --repeats 3 --detect-trials 4 --calib-samples 100 \
     --json "$OUT/trust_smoke.json" 2>&1 | tail -20
+elif [ "$MODE" = one ]; then  # everything in one call, cheapest first, stop if the gate fails
+  timeout 70 $PY -m harness eval softmax kernels/softmax/kernel.py --json --shapes "4k x 4k" --samples 20 \
+    > "$OUT/eval_smoke.json" 2> "$OUT/eval_smoke.err"; echo "gate eval rc=$?"
+  table "$OUT/eval_smoke.json" || { tail -60 "$OUT/eval_smoke.err"; exit 1; }
+  timeout 170 $PY tests/redteam/gpu_suite.py --json "$OUT/redteam.json" 2>&1 | tail -60
+  timeout 150 $PY bench/timing_trust.py --json "$OUT/trust.json" 2>&1 | tail -20
+  timeout 110 $PY -m harness eval softmax kernels/softmax/kernel.py --json > "$OUT/eval_aa.json" 2> "$OUT/eval_aa.err"
+  echo "eval rc=$?"; table "$OUT/eval_aa.json" || tail -40 "$OUT/eval_aa.err"
 else
   timeout 150 $PY -m harness eval softmax kernels/softmax/kernel.py --json > "$OUT/eval_aa.json" 2> "$OUT/eval_aa.err"
   echo "eval rc=$?"; table "$OUT/eval_aa.json" || tail -40 "$OUT/eval_aa.err"
