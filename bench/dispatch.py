@@ -6,10 +6,11 @@ exported as a dispatcher, and the dispatcher measured against the default and ea
         [--sweep cols=256,512,...] [--out dispatch_softmax.py] [--json out.json]
     PYTHONPATH=. python bench/dispatch.py softmax --check dispatch_softmax.py   # an exported file
 
-Steps (first form): time the baseline (kernel.py, the session's incumbent) and each --kernel on every
-shape (task shapes + sweep); build a real session in a temporary folder whose candidates carry
-these verdicts; keep each candidate for the buckets it wins (harness.dispatch.winning_buckets, the
-`--keep-buckets auto` policy); export the session's dispatcher; then measure it. Measurement (second
+Steps (first form): time each --kernel against the task's default (--against baseline: kernel.py) on
+every shape (task shapes + sweep); build a real session in a temporary folder whose candidates carry
+these verdicts; keep each candidate for the buckets it wins (harness.dispatch.bucket_results, the
+`--keep-buckets auto` policy; the faster of two winners keeps a bucket); export the session's
+dispatcher; then measure it. Measurement (second
 form too): per shape, default / each kernel in the table / dispatcher: correct?, eager time
 (triton.testing.do_bench, L2 flushed), CUDA-graph replay time (do_bench_cudagraph), graph capture
 and replay equal to eager. Needs only torch + triton (no textual, no tree-sitter) and git.
@@ -161,15 +162,31 @@ def print_rows(rows: list[dict]) -> None:
               + ("" if r["correct"] else "  INCORRECT"))
 
 
-def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Path):
-    """A real session whose verdicts are this GPU's measurements, candidates kept per winning bucket."""
+def default_fn(task: Task):
+    """The task's default implementation (what the dispatcher falls back to)."""
+    import importlib
+
+    mod, fn, src = d._default_spec(task)
+    if src is not None:
+        return getattr(load_module(task.root / (mod.replace(".", "/") + ".py"), "warpsmith_bench_default"), fn)
+    return getattr(importlib.import_module(mod), fn)
+
+
+def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Path, against: str = "default"):
+    """A real session whose verdicts are this GPU's measurements, candidates kept per winning bucket.
+
+    Each kernel is timed against `against` (the task's default: a bucket routes to a kernel only where
+    it beats what users run otherwise; or the baseline kernel.py). Where two kernels win one bucket,
+    the faster (bucket geomean) keeps it."""
     from harness.session import Session
 
     ref = task.load_reference()
     dtype = getattr(torch, task.dtypes[0])
-    baseline = getattr(load_module(task.baseline_path, "warpsmith_bench_baseline"), task.entry)
+    baseline = (default_fn(task) if against == "default"
+                else getattr(load_module(task.baseline_path, "warpsmith_bench_baseline"), task.entry))
     session = Session.create(task.name, "bench", task.baseline_path.read_text(), base=base)
     ws = session.workspace
+    holder_us: dict[str, float] = {}
     for it, kpath in enumerate(kernels, 1):
         fn = getattr(load_module(kpath, f"warpsmith_bench_k{it}"), task.entry)
         vshapes = []
@@ -182,7 +199,7 @@ def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Pa
             vshapes.append({"name": shape.name, "dims": shape.dims, "long": shape.long, "correct": ok,
                             "error": c_err, "candidate_us": c_graph, "incumbent_us": i_graph,
                             "speedup": (i_graph / c_graph) if ok and c_graph and i_graph else None})
-            print(f"  {kpath.name} {shape.name:<22} candidate {c_graph or float('nan'):8.1f} us  baseline "
+            print(f"  {kpath.name} {shape.name:<22} candidate {c_graph or float('nan'):8.1f} us  {against} "
                   f"{i_graph or float('nan'):8.1f} us  {'ok' if ok else 'FAIL ' + str(c_err)}")
             del inputs, expected
             if not DRY_RUN:
@@ -195,7 +212,10 @@ def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Pa
         session.record({"kind": "CandidateProposed", "iteration": it, "commit": commit, "description": kpath.stem,
                         "agent": "bench", "model": "", "diff": "", "source": ""})
         session.record({"kind": "EvalResult", "iteration": it, "verdict": verdict})
-        wins = d.winning_buckets(task, verdict, margin=0.02)
+        results = {r.bucket: r for r in d.bucket_results(task, verdict, margin=0.02)}
+        wins = [b for b, r in results.items() if r.wins and r.candidate_us
+                and r.candidate_us < holder_us.get(b, float("inf"))]
+        holder_us.update({b: results[b].candidate_us for b in wins})
         session.record({"kind": "Decision", "iteration": it, "action": "revert", "by": "auto", "override": False,
                         "reason": "kept for buckets only" if wins else "", "commit": commit, "best": ws.best})
         if wins:
@@ -213,6 +233,8 @@ def main() -> int:
     ap.add_argument("--sweep", default="", help="DIM=v1,v2,... extra shapes from the first shape's dims")
     ap.add_argument("--out", type=Path, default=None, help="where to write the dispatcher (default: temp)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--against", choices=["default", "baseline"], default="default",
+                    help="what each kernel must beat to be kept for a bucket (default: the task's default)")
     ap.add_argument("--dry-run", action="store_true",
                     help="check the plumbing on a CPU: Triton interpreter, interpreter shapes, wall clock (not speeds)")
     args = ap.parse_args()
@@ -246,7 +268,10 @@ def main() -> int:
             if not args.kernel:
                 print("give --kernel FILE (one or more) or --check FILE", file=sys.stderr)
                 return 2
-            session = build_session(task, args.kernel, shapes, Path(tmp))
+            session = build_session(task, args.kernel, shapes, Path(tmp), args.against)
+            if not d.bucket_keeps(session):
+                print(f"no kernel beats the {args.against} on every shape of any bucket: nothing to dispatch")
+                return 0
             path = args.out or Path(tmp) / f"dispatch_{task.name}.py"
             if d.export_session(session, path, task) != 0:
                 return 1
