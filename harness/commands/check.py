@@ -17,7 +17,8 @@ def register(subparsers) -> None:
         "check", help="static checks of a candidate (DSL really launched, no forbidden moves)",
         description="Read a candidate with tree-sitter and report every rule it breaks, before any GPU time.")
     p.add_argument("task", help="task name (kernels/<name>) or path to a task folder")
-    p.add_argument("candidate", help="candidate Python file")
+    p.add_argument("candidate", nargs="?", help="candidate Python file")
+    p.add_argument("--list", action="store_true", help="list the rules that apply to TASK (static and runtime) and exit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--rules", default=None, metavar="ID,...",
                    help="rules packs to use instead of the task's (the DSL pack is always kept); "
@@ -45,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
         task = load_task(args.task, check_null=False)
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.list:
+        return _list(task, args)
+    if not args.candidate:
+        print("error: a CANDIDATE file is needed (or --list)", file=sys.stderr)
         return 2
     path = Path(args.candidate)
     try:
@@ -80,3 +86,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"{verdict}: {len(violations)} violation(s) of {n_static} static rules "
               f"({task.name}, dsl {task.dsl}) in {elapsed_ms:.1f} ms", file=sys.stderr)
     return 1 if bad else 0
+
+
+def _list(task, args: argparse.Namespace) -> int:
+    from harness.guard import RuleError, rules_for_task
+    from harness.guard.rules import describe
+
+    base, extra, remove = _split_rules(args.rules, task.rules)
+    task.rules = base
+    try:
+        rules = rules_for_task(task, extra=extra, remove=remove)
+    except RuleError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([describe(r) for r in rules], indent=2))
+        return 0
+    for r in rules:
+        how = {"query": "static query", "check": f"static check {r.check}", "runtime": f"runtime {r.runtime}"}[r.kind]
+        print(f"{r.pack:14s} {r.id:30s} {how}")
+    return 0

@@ -101,7 +101,10 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
             entry_ids = _dsl.entry_path_node_ids(model, task.dsl, task.entry, cache)
         return entry_ids
 
-    ctx = QueryContext(model, entry_fn_ids)
+    def is_handle(node) -> bool:
+        return _dsl.is_compiled_object(model, task.dsl, task.entry, node, cache)
+
+    ctx = QueryContext(model, entry_fn_ids, is_handle)
     found: list[tuple[Rule, object, str]] = [(r, n, "") for r, n in run_queries(rules, ctx)]
     for rule in rules:
         if rule.check:

@@ -209,6 +209,8 @@ class DslModel:
         t = e.type
         if t == "parenthesized_expression" and e.named_children:
             return self.is_handle(e.named_children[0])
+        if t in ("boolean_operator", "conditional_expression"):  # `cache.get(k) or cute.compile(...)`
+            return any(self.is_handle(c) for c in e.named_children)
         if t == "identifier":
             return text(e) in self._handles
         if t == "subscript":
@@ -866,6 +868,17 @@ def run_static_check(check_id: str, model: ModuleModel, dsl: str, entry: str,
         if cache is not None:
             cache[key] = d
     return _CHECKS[check_id](d)
+
+
+def is_compiled_object(model: ModuleModel, dsl: str, entry: str, node: Node, cache: dict | None = None) -> bool:
+    """Is `node` a compiled DSL object (what a compile cache legitimately holds)?"""
+    key = (dsl, entry)
+    d = cache.get(key) if cache is not None else None
+    if d is None:
+        d = DslModel(model, dsl, entry).prepare()
+        if cache is not None:
+            cache[key] = d
+    return d.is_handle(node) or d._is_kernel_ref(node)
 
 
 def entry_path_node_ids(model: ModuleModel, dsl: str, entry: str, cache: dict | None = None) -> set[int]:

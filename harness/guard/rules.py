@@ -26,6 +26,8 @@ through import aliases and the module's call graph:
     (#not-inside? @x "type ...")
     (#imported? @x)                 the root name of @x is bound by an import
     (#module-global? @x)            @x is a name assigned at module level (not an import or def)
+    (#handle? @x) (#not-handle? @x) @x is a compiled DSL object (a cute.compile / load_inline result,
+                                    a name or container bound to one, a @triton.jit kernel)
 The reported position is the capture named @violation, else the query's first capture.
 """
 from __future__ import annotations
@@ -98,6 +100,7 @@ CUSTOM_PREDICATES: dict[str, tuple[int, int | None]] = {
     "entry-path?": (1, 0), "not-entry-path?": (1, 0),
     "inside?": (1, None), "not-inside?": (1, None),
     "imported?": (1, 0), "module-global?": (1, 0),
+    "handle?": (1, 0), "not-handle?": (1, 0),
 }
 _RULE_KEYS = {"id", "message", "query", "runtime", "check", "severity", "note", "sources"}
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -300,6 +303,7 @@ def find_rules_pack(pack_id: str) -> Path:
 class QueryContext:
     model: ModuleModel
     entry_fn_ids: Callable[[], set[int]]
+    is_handle: Callable[[Node], bool] = lambda n: False
 
 
 def _node_qualnames(model: ModuleModel, node: Node) -> frozenset[str]:
@@ -348,6 +352,9 @@ def _make_predicate(ctx: QueryContext):
             r = root_identifier(node) if node.type != "identifier" else node
             return r is not None and text(r) in m.aliases and any(
                 not q.startswith("builtins.") for q in m.aliases[text(r)])
+        if name in ("handle?", "not-handle?"):
+            h = ctx.is_handle(node)
+            return h if name == "handle?" else not h
         if name == "module-global?":
             nm = text(node)
             binds = m.module_bindings.get(nm, [])

@@ -65,3 +65,13 @@ def test_broken_pack_exits_2_naming_file_and_rule(tmp_path, monkeypatch, capsys)
     assert main(["check", "softmax", str(GOOD)]) == 2
     err = capsys.readouterr().err
     assert f"{d / 'pack.toml'}: rule r: unknown runtime check 'made-up'" in err
+
+
+def test_list_rules(capsys):
+    assert main(["check", "softmax", "--list", "--json"]) == 0
+    rules = json.loads(capsys.readouterr().out)
+    kinds = {(r["pack"], r["id"]): r["kind"] for r in rules}
+    assert kinds[("dsl-triton", "triton-launch")] == "check"
+    assert kinds[("cuda-graphs", "cuda-graph-capturable")] == "runtime"
+    assert kinds[("reward-hacks", "no-io")] == "query"
+    assert main(["check", "softmax"]) == 2
