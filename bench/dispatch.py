@@ -172,6 +172,28 @@ def default_fn(task: Task):
     return getattr(importlib.import_module(mod), fn)
 
 
+def bucket_summary(rows: list[dict]) -> list[dict]:
+    """Per bucket: geomean graph time of every implementation over the bucket's shapes."""
+    out = []
+    for b in dict.fromkeys(r["bucket"] for r in rows):
+        mine = [r for r in rows if r["bucket"] == b]
+        labels = list(mine[0]["kernels"])
+        g = {}
+        for lb in labels:
+            ts = [r["kernels"][lb]["graph_us"] for r in mine]
+            ok = all(t and r["kernels"][lb]["correct"] for t, r in zip(ts, mine))
+            g[lb] = math.exp(sum(math.log(t) for t in ts) / len(ts)) if ok else None
+        out.append({"bucket": b, "shapes": [r["shape"] for r in mine], "routed": mine[0]["routed"], "geomean_us": g})
+    return out
+
+
+def print_buckets(summary: list[dict]) -> None:
+    print("per bucket, geomean graph-replay us over its shapes:")
+    for s in summary:
+        cells = ", ".join(f"{lb} {us:.1f}" if us else f"{lb} n/a" for lb, us in s["geomean_us"].items())
+        print(f"  {str(s['bucket']):<12} -> {s['routed']:<24} {cells}")
+
+
 def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Path, against: str = "default"):
     """A real session whose verdicts are this GPU's measurements, candidates kept per winning bucket.
 
@@ -277,14 +299,24 @@ def main() -> int:
                 return 1
         rows = measure_dispatcher(task, path, shapes)
         print_rows(rows)
+        summary = bucket_summary(rows)
+        print_buckets(summary)
         bad = [r["shape"] for r in rows if not r["correct"] or not r["graph_ok"]]
-        slower = [r["shape"] for r in rows if r["dispatch_us"] and r["best_single_us"]
-                  and r["dispatch_us"] > 1.05 * r["best_single_us"] + 1.0]
+        def over(r, label):
+            ref_us = r["kernels"][label]["graph_us"]
+            return bool(r["dispatch_us"] and ref_us and r["dispatch_us"] > 1.05 * ref_us + 1.0)
+
+        overhead = [r["shape"] for r in rows if over(r, r["routed"])]
+        vs_default = [r["shape"] for r in rows if r["routed"] != "default" and over(r, "default")]
+        vs_best = [r["shape"] for r in rows if r["best_single"] and over(r, r["best_single"])]
         print(f"dispatcher: correct and capturable on {len(rows) - len(bad)}/{len(rows)} shapes; "
-              f"slower than the best single kernel (>5% + 1 us) on {slower or 'none'}")
+              f"slower (>5% + 1 us) than the kernel it routes to on {overhead or 'none'}; than the default "
+              f"where it routes to a kept kernel on {vs_default or 'none'}; than the fastest single "
+              f"implementation on {vs_best or 'none'}")
         if args.json:
             args.json.write_text(json.dumps({"task": task.name, "gpu": gpu, "dry_run": DRY_RUN,
-                                             "dispatcher": Path(path).read_text(), "rows": rows}, indent=2, default=str))
+                                             "dispatcher": Path(path).read_text(), "rows": rows,
+                                             "buckets": summary}, indent=2, default=str))
     return 0 if not bad else 1
 
 

@@ -177,24 +177,29 @@ def test_bucket_axis_error_names_reference(task, tmp_path):
 
 
 @pytest.mark.gpu
-def test_dispatcher_graph_capturable_and_no_slower_than_best_single(task, session, tmp_path):
+def test_dispatcher_graph_capturable_and_costs_nothing_over_what_it_routes_to(task, tmp_path):
+    """On the GPU: keeps from real measurements (each kernel against the default), then the exported
+    dispatcher, on every shape: correct, capturable, within 5% + 1 us of the implementation it routes
+    to, and no slower than the default where it routes to a kept kernel."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from bench.dispatch import measure_dispatcher
+    from bench.dispatch import build_session, measure_dispatcher
 
-    ws = session.workspace
-    c = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
-    d.keep_for_buckets(session, 1, c, ["short rows"], task, partial_win())
+    session = build_session(task, [task.baseline_path, ONEPASS], task.shapes, tmp_path)
+    if not d.bucket_keeps(session):
+        pytest.skip("no kernel beat the default on a whole bucket on this GPU: nothing to dispatch")
     out = tmp_path / "disp.py"
     assert d.export_session(session, out, task) == 0
-    rows = measure_dispatcher(task, out)
-    for r in rows:
-        assert r["graph_ok"], r
-        assert r["dispatch_us"] <= r["best_single_us"] * 1.05 + 2.0, r
+    for r in measure_dispatcher(task, out):
+        assert r["correct"] and r["graph_ok"], r
+        routed = r["kernels"][r["routed"]]["graph_us"]
+        assert r["dispatch_us"] <= routed * 1.05 + 1.0, r
+        if r["routed"] != "default":
+            assert r["dispatch_us"] <= r["default_us"] * 1.05 + 1.0, r
 
 
 def _request(v, action="revert", can_keep=True):
