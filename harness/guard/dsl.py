@@ -882,7 +882,8 @@ def is_compiled_object(model: ModuleModel, dsl: str, entry: str, node: Node, cac
 
 
 def entry_path_node_ids(model: ModuleModel, dsl: str, entry: str, cache: dict | None = None) -> set[int]:
-    """Ids of function_definition nodes on the entry path (DSL device functions included)."""
+    """Ids of the function_definition nodes (and module-level value assignments) on the entry path,
+    DSL device functions included."""
     key = (dsl, entry)
     d = cache.get(key) if cache is not None else None
     if d is None:

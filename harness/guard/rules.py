@@ -334,7 +334,7 @@ def _make_predicate(ctx: QueryContext):
             ids = ctx.entry_fn_ids()
             p, on = node, False
             while p is not None:
-                if p.type == "function_definition" and p.id in ids:
+                if p.id in ids:  # a def on the path, or a module-level value it names
                     on = True
                     break
                 p = p.parent

@@ -173,3 +173,9 @@ query = '((binary_operator operator: "//") @violation)'
     assert main(["check", "softmax", str(src), "--rules=+style"]) == 0
     out = capsys.readouterr().out
     assert "prefer-cdiv [warning]" in out
+
+
+def test_entry_path_includes_module_level_values(softmax_task):
+    q = '((call function: (attribute attribute: (identifier) @m)) @violation (#eq? @m "item") (#entry-path? @violation))'
+    src = "_n = lambda t: t.item()\n_unused = lambda t: t.item()\n\ndef softmax(x):\n    return _n(x)\n"
+    assert [v.line for v in check_source(src, softmax_task, _custom(q))] == [1]
