@@ -110,12 +110,17 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
     def emit(e):
         if isinstance(e, ev.EvalResult):
             verdicts[e.iteration] = e.verdict
+            # One line per verdict as it lands: a run cut short by a time limit still tells something.
+            v = e.verdict
+            print(f"  [{spec} +{time.monotonic() - t1:6.1f}s] candidate {e.iteration}: "
+                  f"{'accepted' if v.get('accepted') else 'rejected at ' + str(v.get('stage'))} "
+                  f"in {v.get('wall_s')}s on {(v.get('worker') or {}).get('name', '?')}", flush=True)
 
     agent = ScriptAgent(folder)
     n = len(agent.files)
+    t1 = time.monotonic()
     loop = ParallelLoop(session, task, agent, RevertAll(), evaluator, emit=emit, max_iterations=n,
                         proposals=max(proposals, evaluator.capacity()), options=options)
-    t1 = time.monotonic()
     loop.run()
     wall = time.monotonic() - t1
     for a in loop.history:
@@ -177,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.shapes:
         options.shapes = [x.strip() for x in a.shapes.split(",") if x.strip()]
     results = []
+    print(f"batch: {len(list(folder.glob('*.py')))} candidates in {folder}", flush=True)
     for spec in [s.strip() for s in a.backends.split(",") if s.strip()]:
         try:
             r = run_backend(task, spec, folder, a.proposals, options, base)
