@@ -603,17 +603,27 @@ def _check_cute_kernel(d: DslModel) -> list[Finding]:
     if not d.cute_jits:
         return [Finding(d.m.root, "no @cute.jit host function")]
     kernel_names = {k.name for k in d.cute_kernels}
+
+    def kernel_call(e: Node | None) -> bool:
+        if e is None or e.type != "call":
+            return False
+        callee = e.child_by_field_name("function")
+        if callee is None:
+            return False
+        nm = d.m.text(callee.child_by_field_name("attribute")) if callee.type == "attribute" else d.m.text(callee)
+        return nm in kernel_names
+
     for j in d.cute_jits:
+        # `kernel(...).launch(...)`, or in two steps: `k = kernel(...)`, `k.launch(...)`
+        objs = {d.m.text(a.child_by_field_name("left")) for a in d.m.nodes_in("assignment", j.body)
+                if kernel_call(a.child_by_field_name("right"))}
         for n in d.m.nodes_in("call", j.body):
             fn = n.child_by_field_name("function")
-            if fn is None or fn.type != "attribute" or text(fn.child_by_field_name("attribute")) != "launch":
+            if fn is None or fn.type != "attribute" or d.m.text(fn.child_by_field_name("attribute")) != "launch":
                 continue
             obj = fn.child_by_field_name("object")
-            if obj is not None and obj.type == "call":
-                callee = obj.child_by_field_name("function")
-                nm = text(callee.child_by_field_name("attribute")) if callee is not None and callee.type == "attribute" else text(callee)
-                if nm in kernel_names:
-                    return []
+            if kernel_call(obj) or (obj is not None and obj.type == "identifier" and d.m.text(obj) in objs):
+                return []
     return [Finding(d.cute_jits[0].node, "no @cute.jit function calls `<kernel>(...).launch(...)` on a @cute.kernel")]
 
 
