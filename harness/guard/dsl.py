@@ -668,8 +668,12 @@ _CPP_ALLOWED = {
     "ones_like", "full", "kFloat", "kFloat32", "kHalf", "kFloat16", "kBFloat16", "kInt", "kInt32",
     "kLong", "kInt64", "kByte", "kChar", "kBool", "kCUDA", "ScalarType", "Half", "BFloat16", "cuda",
     "Device", "DeviceGuard", "OptionalDeviceGuard", "IntArrayRef", "optional", "TensorArg",
-    "MemoryFormat", "dtype", "device", "Scalar", "Layout", "kStrided", "Float8_e4m3fn",
+    "MemoryFormat", "dtype", "device", "Scalar", "Layout", "kStrided", "Float8_e4m3fn", "Float8_e5m2",
+    "acc_type", "opmath_type", "numeric_limits", "TensorAccessor", "PackedTensorAccessor32",
+    "PackedTensorAccessor64", "RestrictPtrTraits", "DefaultPtrTraits", "CUDAGuard", "OptionalCUDAGuard",
+    "checkAllSameGPU",
 }
+_CPP_DTYPE_CONST = re.compile(r"^k[A-Z]\w*$")  # at::kFloat8_e4m3fn, torch::kInt8, ...
 _CPP_NS_RE = re.compile(r"\b(?:at|torch)::(\w+)")
 _CPP_VENDOR_RE = re.compile(r"\b(cublas\w*|cublasLt\w*|cudnn\w*|thrust::\w+|cub::Device\w+|cutlass::gemm::device\w*|cusparse\w*|cufft\w*)")
 _CPP_METHOD_RE = re.compile(r"\.\s*(" + "|".join(sorted(
@@ -684,7 +688,7 @@ def _check_cuda_source_compute(d: DslModel) -> list[Finding]:
         if not re.search(r"#include|__global__|torch::|at::", v):
             continue
         for m in _CPP_NS_RE.finditer(v):
-            if m.group(1) not in _CPP_ALLOWED:
+            if m.group(1) not in _CPP_ALLOWED and not _CPP_DTYPE_CONST.match(m.group(1)):
                 out.append(Finding(node, f"C++ source calls `{m.group(0)}`"))
                 break
         vm = _CPP_VENDOR_RE.search(v)

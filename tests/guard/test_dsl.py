@@ -107,3 +107,25 @@ def test_torch_allowlist(expr, ok, softmax_task):
     rules = [r for r in rules_for_task(softmax_task) if r.id == "torch-compute"]
     found = check_source(src, softmax_task, rules)
     assert (not found) == ok, found
+
+
+@pytest.mark.parametrize("cpp, ok", [
+    ("auto y = at::empty_like(x); using acc_t = at::acc_type<float, true>; at::cuda::CUDAGuard g(x.device());", True),
+    ("auto y = torch::empty({n}, x.options().dtype(torch::kFloat8_e4m3fn));", True),
+    ("float lo = at::numeric_limits<float>::lower_bound();", True),
+    ("return at::softmax(x, -1);", False),
+    ("return torch::matmul(a, b);", False),
+    ("cublasGemmEx(handle, ...);", False),
+    ("auto s = x.sum(-1); return s;", False),
+    ("at::globalContext().setAllowTF32CuBLAS(true);", False),
+])
+def test_cuda_source_allowlist(cpp, ok, task_for):
+    from harness.guard import rules_for_task
+
+    src = ('import torch\nfrom torch.utils.cpp_extension import load_inline\n\nSRC = r"""\n#include <torch/extension.h>\n'
+           '__global__ void k(float* y) { y[threadIdx.x] = 0.f; }\n'
+           f'torch::Tensor fwd(torch::Tensor x) {{ k<<<1, 32>>>(nullptr); {cpp} }}\n"""\n')
+    task = task_for("cuda")
+    rules = [r for r in rules_for_task(task) if r.id == "cuda-source-compute"]
+    found = check_source(src, task, rules)
+    assert (not found) == ok, found
