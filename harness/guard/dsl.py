@@ -792,6 +792,15 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
             obj = f.child_by_field_name("object")
             if not (obj is not None and d.is_handle(obj)):
                 out.append(Finding(call, f"tensor method `.{name}()` on the entry path (in `{fn.name}`)"))
+        for call in d.m.nodes_in("call", part):
+            f = call.child_by_field_name("function")
+            if f is None or f.type != "identifier" or "builtins.getattr" not in d.m.qualnames(f):
+                continue
+            args = call.child_by_field_name("arguments")
+            pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+            lit = string_value(pos[1]) if len(pos) >= 2 else None
+            if lit in TENSOR_COMPUTE_METHODS:
+                out.append(Finding(call, f"tensor method `{lit}` through getattr on the entry path (in `{fn.name}`)"))
         for n in d.m.nodes_in("matmul", part):
             out.append(Finding(n, f"matrix product operator `@` on the entry path (in `{fn.name}`)"))
     return out
