@@ -4,6 +4,7 @@ is the pack `dsl-<task.dsl>`, always applied; its structural checks live in harn
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Iterable
 
@@ -79,6 +80,29 @@ def _syntax_violation(model) -> Violation | None:
     return Violation(SYNTAX_RULE, "The candidate is not valid Python.", 1, 1, "")
 
 
+_MAIN_TEST = re.compile(r"""^__name__\s*==\s*(['"])__main__\1$|^(['"])__main__\2\s*==\s*__name__$""")
+_NAME_ASSIGNED = re.compile(rb"\b__name__\s*(?::=|=(?!=))|\b__name__\b\s*,|,\s*__name__\b\s*=")
+
+
+def _main_blocks(model) -> list[tuple[int, int]]:
+    """Byte ranges of top-level `if __name__ == "__main__":` blocks: they never run when the
+    evaluator imports the candidate, so a self-test there (seeds, torch references) is not judged.
+    Not skipped if the module assigns __name__ anywhere."""
+    if _NAME_ASSIGNED.search(model.source):
+        return []
+    out = []
+    for stmt in model.root.named_children:
+        if stmt.type != "if_statement":
+            continue
+        cond = stmt.child_by_field_name("condition")
+        if cond is not None and _MAIN_TEST.match(" ".join(model.text(cond).split())) \
+                and not stmt.children_by_field_name("alternative"):
+            body = stmt.child_by_field_name("consequence")
+            if body is not None:
+                out.append((body.start_byte, body.end_byte))
+    return out
+
+
 def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> list[Violation]:
     """Static verdict on one candidate: every violation of the given rules (default: the task's).
 
@@ -112,7 +136,10 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
                       for f in _dsl.run_static_check(rule.check, model, task.dsl, task.entry, cache)]
     out: list[Violation] = []
     seen: set[tuple[str, int, int]] = set()
+    skip = _main_blocks(model)
     for rule, node, detail in found:
+        if any(a <= node.start_byte < b for a, b in skip):  # type: ignore[attr-defined]
+            continue
         line, col = node.start_point[0] + 1, node.start_point[1] + 1  # type: ignore[attr-defined]
         if (rule.id, line, col) in seen:
             continue
