@@ -28,6 +28,7 @@ through import aliases and the module's call graph:
     (#module-global? @x)            @x is a name assigned at module level (not an import or def)
     (#handle? @x) (#not-handle? @x) @x is a compiled DSL object (a cute.compile / load_inline result,
                                     a name or container bound to one, a @triton.jit kernel)
+    (#returned? @x)                 @x is a name the enclosing function also returns
 The reported position is the capture named @violation, else the query's first capture.
 """
 from __future__ import annotations
@@ -100,7 +101,7 @@ CUSTOM_PREDICATES: dict[str, tuple[int, int | None]] = {
     "entry-path?": (1, 0), "not-entry-path?": (1, 0),
     "inside?": (1, None), "not-inside?": (1, None),
     "imported?": (1, 0), "module-global?": (1, 0),
-    "handle?": (1, 0), "not-handle?": (1, 0),
+    "handle?": (1, 0), "not-handle?": (1, 0), "returned?": (1, 0),
 }
 _RULE_KEYS = {"id", "message", "query", "runtime", "check", "severity", "note", "sources"}
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -352,6 +353,8 @@ def _make_predicate(ctx: QueryContext):
             r = root_identifier(node) if node.type != "identifier" else node
             return r is not None and text(r) in m.aliases and any(
                 not q.startswith("builtins.") for q in m.aliases[text(r)])
+        if name == "returned?":
+            return _returned(m, node)
         if name in ("handle?", "not-handle?"):
             h = ctx.is_handle(node)
             return h if name == "handle?" else not h
@@ -396,6 +399,24 @@ def _combined(rules: list[Rule]) -> _Combined | None:
         _COMBINED.clear()
         _COMBINED[key] = hit
     return hit
+
+
+def _returned(m: ModuleModel, node: Node) -> bool:
+    if node.type != "identifier":
+        return False
+    fn = node.parent
+    while fn is not None and fn.type != "function_definition":
+        fn = fn.parent
+    if fn is None:
+        return False
+    name = m.text(node)
+    for r in m.nodes_in("return", fn):
+        vals = r.named_children
+        if vals and vals[0].type in ("expression_list", "tuple"):
+            vals = vals[0].named_children
+        if any(v.type == "identifier" and m.text(v) == name for v in vals):
+            return True
+    return False
 
 
 def run_queries(rules: list[Rule], ctx: QueryContext) -> list[tuple[Rule, Node]]:
