@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from harness.tasks import Task
 
 SYNTAX_RULE = "python-syntax"
+GUARD_RULE = "guard-unreadable"
 
 
 @dataclass
@@ -111,6 +112,17 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
     """
     if rules is None:
         rules = rules_for_task(task)
+    try:
+        return _check(source, task, rules)
+    except RuleError:
+        raise
+    except (RecursionError, MemoryError) as e:
+        # Fail closed: code too deeply nested to read must not skip the static stage.
+        return [Violation(GUARD_RULE, f"The guard could not read this candidate ({type(e).__name__}: "
+                          "nesting too deep). Write plainer code: shorter chains and shallower nesting.", 1, 1, "")]
+
+
+def _check(source: str, task: "Task", rules: list[Rule]) -> list[Violation]:
     model = build_model(source)
     bad = _syntax_violation(model)
     if bad is not None:

@@ -179,3 +179,9 @@ def test_entry_path_includes_module_level_values(softmax_task):
     q = '((call function: (attribute attribute: (identifier) @m)) @violation (#eq? @m "item") (#entry-path? @violation))'
     src = "_n = lambda t: t.item()\n_unused = lambda t: t.item()\n\ndef softmax(x):\n    return _n(x)\n"
     assert [v.line for v in check_source(src, softmax_task, _custom(q))] == [1]
+
+
+def test_unreadably_deep_code_fails_closed(softmax_task):
+    src = "import torch\ndef softmax(x):\n    return torch" + ".a" * 3000 + "(x)\n"
+    found = check_source(src, softmax_task)
+    assert [v.rule for v in found] == ["guard-unreadable"]
