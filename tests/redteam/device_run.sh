@@ -23,8 +23,8 @@ elif [ "$MODE" = lean ]; then  # one short call: gate, red team, bench; about 5 
   timeout 60 $PY -m harness eval softmax kernels/softmax/kernel.py --json --shapes "4k x 4k" --samples 20 \
     > "$OUT/eval_smoke.json" 2> "$OUT/eval_smoke.err"; echo "gate eval rc=$?"
   table "$OUT/eval_smoke.json" || { tail -60 "$OUT/eval_smoke.err"; exit 1; }
-  timeout 120 $PY tests/redteam/gpu_suite.py --workers 6 --json "$OUT/redteam.json" 2>&1 | tail -60
-  timeout 110 $PY bench/timing_trust.py --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tail -20
+  timeout 150 $PY tests/redteam/gpu_suite.py --workers 6 --json "$OUT/redteam.json" 2>&1 | tail -60
+  timeout 100 $PY bench/timing_trust.py --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tail -20
 elif [ "$MODE" = one ]; then  # everything in one call, cheapest first, stop if the gate fails
   timeout 70 $PY -m harness eval softmax kernels/softmax/kernel.py --json --shapes "4k x 4k" --samples 20 \
     > "$OUT/eval_smoke.json" 2> "$OUT/eval_smoke.err"; echo "gate eval rc=$?"

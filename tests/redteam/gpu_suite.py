@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         return c, v, time.monotonic() - t0
 
     # Timing-sensitive cheats run alone afterwards: parallel neighbours would blur their timing.
-    alone = [c for c in cheats if c.name in ("gpu_slow_incumbent", "gpu_call_count", "gpu_ptr_cache")]
+    alone = [c for c in cheats if c.name in ("gpu_slow_incumbent", "gpu_call_count", "gpu_ptr_cache")
+             or c.expect == ["accepted"]]
     together = [c for c in cheats if c not in alone]
     with ThreadPoolExecutor(args.workers) as pool:
         results = list(pool.map(one, together))
