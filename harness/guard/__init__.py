@@ -120,6 +120,9 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
         # Fail closed: code too deeply nested to read must not skip the static stage.
         return [Violation(GUARD_RULE, f"The guard could not read this candidate ({type(e).__name__}: "
                           "nesting too deep). Write plainer code: shorter chains and shallower nesting.", 1, 1, "")]
+    except Exception as e:  # noqa: BLE001 - a guard bug must not let a candidate skip the stage
+        return [Violation(GUARD_RULE, f"The guard failed on this candidate ({type(e).__name__}: {e}); "
+                          "this is a warpsmith bug worth reporting. Meanwhile, write plainer code.", 1, 1, "")]
 
 
 def _check(source: str, task: "Task", rules: list[Rule]) -> list[Violation]:
