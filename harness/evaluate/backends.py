@@ -510,12 +510,23 @@ def _exit_words(rc: int | None) -> str:
     return f"exited with code {rc}"
 
 
+def _warm_up() -> None:
+    """Import torch and triton once, at worker start, instead of on the first job's clock."""
+    try:
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+    except Exception:  # evaluate() reports a broken install on the job itself, with its message
+        pass
+
+
 def worker_main(fd: int) -> None:
     """A pool worker: receive jobs over the socket, answer verdicts, one at a time, until told to stop."""
     from multiprocessing.connection import Connection
 
     conn = Connection(fd)
     import harness.evaluate  # noqa: F401  (fail here, before 'ready', if the install is broken)
+
+    _warm_up()
 
     conn.send({"op": "ready", "pid": os.getpid()})
     while True:
@@ -543,6 +554,7 @@ class _RayWorker:
     def info(self) -> dict:
         import ray
 
+        _warm_up()
         ctx = ray.get_runtime_context()
         return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "node_id": ctx.get_node_id(),
                 "gpus": [str(g) for g in ray.get_gpu_ids()]}
