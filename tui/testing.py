@@ -138,7 +138,8 @@ def make_app(base: Path, *, verdicts: list[dict] | None = None, key_guard_s: flo
              clock: Callable[[], float] = time.monotonic, chunk_delay_s: float = 0.0, chunk_chars: int = 120,
              eval_delay_s: float = 0.0, iterations: int = 3, auto: bool = False, start_loop: bool = True,
              session: Session | None = None, resumed: bool = False, bell: bool = False,
-             script_dir: Path | None = None) -> WarpsmithApp:
+             script_dir: Path | None = None, agent_factory: Callable[[Path], object] | None = None
+             ) -> WarpsmithApp:
     task = softmax_task()
     session = session or make_session(base, task)
     script = script_dir or make_script_dir(base / "script", task)
@@ -146,7 +147,8 @@ def make_app(base: Path, *, verdicts: list[dict] | None = None, key_guard_s: flo
     cfg = RunConfig(agent=f"script:{script}", iterations=iterations, auto=auto)
 
     def factory(decider: Decider, emit: Callable[[ev.Event], None]) -> Loop:
-        agent = ScriptAgent(script, chunk_delay_s=chunk_delay_s, chunk_chars=chunk_chars)
+        agent = (agent_factory(script) if agent_factory is not None else
+                 ScriptAgent(script, chunk_delay_s=chunk_delay_s, chunk_chars=chunk_chars))
         loop = Loop(session, task, agent, decider, evaluate, emit=emit, max_iterations=iterations)
         loop.emit(ev.SessionStarted(session.id, task.name, f"script:{agent.model}", [], DEVICE, resumed,
                                     "auto" if auto else "manual"))
@@ -268,3 +270,36 @@ def demo_catalog(folder: Path):
         p = load_pack(d, "builtin")
         cat.packs[p.id] = p
     return cat
+
+
+async def _screenshot(path: Path, size: tuple[int, int]) -> None:
+    """The README screenshot: the decision prompt of the demo session (fixed events, fixed ids)."""
+    import os
+    import tempfile
+
+    os.environ.update(FIXED_GIT_DATES)
+    task = softmax_task()
+    old, new = demo_sources(task)
+    events = demo_events(task, old, new, "decide")
+    app = static_app(Path(tempfile.mkdtemp(prefix="warpsmith-shot-")))
+    async with app.run_test(size=size) as pilot:
+        await feed(app, events, {1: old, 2: new})
+        present_decision(app, events)
+        while app.decider.shown_at is None:
+            await pilot.pause(0.02)
+        await pilot.pause()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        app.save_screenshot(filename=path.name, path=str(path.parent))
+
+
+if __name__ == "__main__":
+    import argparse
+    import asyncio
+
+    ap = argparse.ArgumentParser(description="write the README screenshot (SVG) from the demo session")
+    ap.add_argument("output", nargs="?", default="docs/screenshot.svg")
+    ap.add_argument("--size", default="160x44")
+    a = ap.parse_args()
+    w, h = (int(x) for x in a.size.split("x"))
+    asyncio.run(_screenshot(Path(a.output), (w, h)))
+    print(a.output)

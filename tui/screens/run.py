@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
@@ -99,6 +100,14 @@ class RunScreen(Screen[None]):
             self.call_after_refresh(self.wapp.decider.mark_shown)
 
     async def redraw(self, areas: set[str]) -> None:
+        # Events keep arriving while the app shuts down or the layout is being recomposed; the
+        # state has them, and the next full redraw (on_mount, on_resize) shows them.
+        try:
+            await self._redraw(areas)
+        except NoMatches:
+            pass
+
+    async def _redraw(self, areas: set[str]) -> None:
         state = self.wapp.state
         if "reasoning" in areas:
             await self.query_one(ReasoningPane).sync(state)

@@ -7,6 +7,7 @@ candidate side ("!" in the gutter, the rule and message under the line).
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from itertools import zip_longest
 
@@ -35,13 +36,14 @@ class Row:
     text: str
 
 
-def highlight_lines(source: str) -> list[Text]:
+@functools.lru_cache(maxsize=8)
+def highlight_lines(source: str) -> tuple[Text, ...]:
+    """Highlighted lines, cached: toggling views re-renders without re-lexing (callers copy)."""
     if not source:
-        return []
+        return ()
     text = Syntax(source, "python", theme=SYNTAX_THEME).highlight(source)
     text.rstrip()
-    lines = text.split("\n", allow_blank=True)
-    return list(lines)
+    return tuple(text.split("\n", allow_blank=True))
 
 
 def unified_rows(old: str, new: str, context: int = 3) -> list[Row]:
