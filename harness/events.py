@@ -118,6 +118,18 @@ class Decision(Event):
 
 
 @dataclass(frozen=True)
+class BucketKeep(Event):
+    """A candidate kept for some shape buckets only (harness.dispatch.keep_for_buckets writes it)."""
+
+    iteration: int
+    commit: str
+    buckets: list[str]
+    by: str = "human"
+    reason: str = ""
+    measurements: dict = field(default_factory=dict)  # {bucket: BucketResult.to_dict()}
+
+
+@dataclass(frozen=True)
 class PackReloaded(Event):
     pack_id: str
     ok: bool

@@ -7,7 +7,7 @@ and a decision is on disk before the workspace acts on it, so a kill at any poin
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -38,6 +38,7 @@ class DecisionReply:
     by: str = "human"  # human | auto
     reason: str = ""  # a veto reason, fed back to the agent
     confirmed_override: bool = False  # the person confirmed keeping against the recommendation
+    buckets: list[str] = field(default_factory=list)  # revert overall, but keep for these buckets
 
 
 class Decider(Protocol):
@@ -160,6 +161,8 @@ class Loop:
                                             r.get("reason", ""), metas.get(it, {})))
         # A kill between journalling a keep and moving the ref: finish the keep now.
         ws = self.session.workspace
+        from harness.dispatch import restore_bucket_refs
+        restore_bucket_refs(self.session)
         if last_keep and ws.best != last_keep["commit"] and last_keep.get("best") == last_keep["commit"]:
             ws.keep(last_keep["commit"], last_keep["iteration"])
         for it, p in proposals.items():
@@ -276,6 +279,9 @@ class Loop:
         self.emit(ev.Decision(it, action, by, override, reply.reason, commit, best_after))
         if action == "keep":
             ws.keep(commit, it)
+        elif getattr(reply, "buckets", None) and request.can_keep:
+            from harness.dispatch import keep_for_buckets  # per-bucket keep: best stays, refs/buckets/* move
+            keep_for_buckets(self.session, it, commit, reply.buckets, self.task, verdict, by=by, reason=reply.reason)
         outcome = outcome_of(verdict)
         if outcome == "accepted":
             outcome = "kept" if action == "keep" else "reverted"

@@ -28,13 +28,15 @@ class RunConfig:
     budget_usd: float | None = None
     no_mouse: bool = False
     quiet: bool = False
+    keep_buckets: str = "off"  # off | auto: keep a losing candidate for the buckets where it wins
 
     @classmethod
     def from_args(cls, a: argparse.Namespace) -> "RunConfig":
         split = lambda s: [x.strip() for x in (s or "").split(",") if x.strip()]
         return cls(agent=a.agent, iterations=a.iterations, auto=a.auto, packs_add=split(a.packs),
                    packs_remove=split(a.no_packs), ideas=list(a.idea), eval_backend=a.eval_backend,
-                   proposals=a.proposals, budget_usd=a.budget_usd, no_mouse=a.no_mouse, quiet=a.quiet)
+                   proposals=a.proposals, budget_usd=a.budget_usd, no_mouse=a.no_mouse, quiet=a.quiet,
+                   keep_buckets=getattr(a, "keep_buckets", "off"))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,7 +88,13 @@ def make_evaluate(cfg: RunConfig) -> Callable[[Task, Path, Path], dict]:
     from harness.evaluate import EvalOptions, evaluate
 
     def run(task: Task, candidate: Path, incumbent: Path) -> dict:
-        return evaluate(task, candidate, incumbent, EvalOptions())
+        verdict = evaluate(task, candidate, incumbent, EvalOptions())
+        rec = verdict.get("recommendation") or {}
+        if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
+            from harness.e2e import apply_e2e, run_e2e_check  # wins alone: does the workload win too?
+            verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent,
+                                                       kernel_speedup=verdict.get("geomean_speedup")))
+        return verdict
 
     return run
 

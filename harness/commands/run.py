@@ -30,6 +30,8 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-usd", type=float, default=None, help="stop proposing once spent")
     p.add_argument("--no-mouse", action="store_true", help="TUI: leave the mouse to the terminal")
     p.add_argument("--quiet", action="store_true", help="headless: don't print the reasoning stream")
+    p.add_argument("--keep-buckets", choices=["off", "auto"], default="off",
+                   help="auto: keep a candidate that loses overall for the task's [[buckets]] where it wins")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -59,6 +61,9 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
 
     printer = Printer(show_reasoning=not cfg.quiet)
     decider = AutoDecider() if cfg.auto else StdinDecider()
+    if cfg.keep_buckets == "auto":
+        from harness.dispatch import KeepBucketsDecider
+        decider = KeepBucketsDecider(decider, task)
     try:
         loop = build_loop(session, task, cfg, decider, printer, resumed=resumed)
     except ValueError as e:
