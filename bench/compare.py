@@ -28,7 +28,7 @@ def copy_bandwidth_gbs() -> float:
     n = 1 << 30  # 1 GiB each way: far beyond L2
     a = torch.empty(n, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
-    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=50, rep=300)
+    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=50, rep=300, return_mode="median")
     return 2 * n / (ms * 1e-3) / 1e9
 
 
@@ -71,7 +71,7 @@ def main() -> int:
             out = fn(*inputs)
             ok = torch.allclose(out.float(), expected.float(), atol=task.tolerance[task.dtypes[0]].atol,
                                 rtol=task.tolerance[task.dtypes[0]].rtol) if hasattr(out, "float") else None
-            us = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=200) * 1e3
+            us = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=200, return_mode="median") * 1e3
             row[name] = {"us": us, "correct": bool(ok) if ok is not None else None,
                          "roofline_pct": 100 * floor_us / us if floor_us else None}
         rows.append(row)
