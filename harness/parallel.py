@@ -11,8 +11,8 @@ What keeps a verdict honest when several are in flight:
 - a keepable candidate measured against an incumbent that has since been replaced is committed
   again on top of the new best and re-measured before the decision is asked;
 - in-flight candidates appear in the history the agent sees (outcome "in-flight"), and a proposal
-  identical to one already proposed against the same incumbent is asked again, so two proposer
-  threads don't spend a GPU on the same code.
+  identical to one already in flight against the same incumbent is asked again (a few times, then
+  the iteration is skipped), so two proposer threads never spend a GPU on the same code.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from harness.session import Session
 from harness.tasks import Task
 from harness.workspace import unified_diff
 
-_DUPLICATE_RETRIES = 3
+_DUPLICATE_RETRIES = 5
 
 
 def _sha(text: str) -> str:
@@ -233,9 +233,11 @@ class ParallelLoop(Loop):
             self.emit(ev.AgentNotice(it, "info", f"the proposal is the same code as candidate {dup} (already in "
                                                  "flight against the same incumbent); asking again"))
         else:
+            # Never the same code twice in flight: this iteration ends without a candidate.
             self.emit(ev.AgentNotice(it, "warning", f"{_DUPLICATE_RETRIES} proposals in a row repeated a candidate in "
-                                                    "flight; evaluating it once (the backend shares the verdict)"))
-            slot.description, slot.meta, slot.source = proposal.description, dict(proposal.meta), proposal.source
+                                                    "flight; this iteration is skipped"))
+            slot.state = "no-candidate"
+            return
         self._commit_and_submit(slot)
 
     def _ask_agent(self, slot: InFlight, ctx: ProposalContext) -> Proposal | None:

@@ -137,15 +137,16 @@ def test_verdicts_in_any_order_decisions_in_iteration_order(tmp_path):
     decider = Decider()
     s, loop, events, reason = run_loop(tmp_path, backend, decider, n=4, proposals=3)
     assert reason.startswith("script: all 4 candidates")
-    assert decider.asked == [1, 2, 3, 4]
+    # In order; a proposer racing another for the same file may skip an iteration number.
+    assert decider.asked == sorted(decider.asked) and len(decider.asked) == 4
     arrived = [e.iteration for e in events if isinstance(e, ev.EvalResult)]
-    assert sorted(arrived) == [1, 2, 3, 4] and arrived[0] != 1
+    assert sorted(arrived) == decider.asked and arrived[0] != decider.asked[0]
     files = [a.meta.get("script_file") for a in loop.history]
     assert len(set(files)) == 4  # each prepared candidate proposed once, none twice
     assert len(backend.runs) == 4
     assert any(isinstance(e, ev.WorkerStatus) and any(w["state"] == "busy" for w in e.workers) for e in events)
     journal = s.journal.read()
-    assert sorted(r["iteration"] for r in journal if r["kind"] == "Decision") == [1, 2, 3, 4]
+    assert [r["iteration"] for r in journal if r["kind"] == "Decision"] == decider.asked
 
 
 def test_a_candidate_measured_against_a_replaced_incumbent_is_measured_again(tmp_path):
@@ -156,7 +157,9 @@ def test_a_candidate_measured_against_a_replaced_incumbent_is_measured_again(tmp
     kept1 = ws.candidate_ref(1)
     assert ws.best == kept1
     proposed = [e for e in events if isinstance(e, ev.CandidateProposed)]
-    for it in (2, 3):
+    later = sorted({e.iteration for e in proposed} - {1})
+    assert len(later) == 2
+    for it in later:
         mine = [e for e in proposed if e.iteration == it]
         if mine[0].incumbent != kept1:  # it was in flight when 1 was kept: measured twice
             assert len(mine) == 2 and mine[-1].incumbent == kept1
@@ -186,5 +189,25 @@ def test_resume_decides_every_undecided_candidate(tmp_path):
     again = Session.open(s.id, base=tmp_path / "sessions")
     _, loop, _, reason = run_loop(tmp_path, backend2, decider, n=3, proposals=2, session=again)
     assert decider.asked[:len(undecided)] == sorted(undecided)
-    assert sorted(decider.asked) == [1, 2, 3]
+    assert decider.asked == sorted(decider.asked)
+    assert {a.meta.get("script_file") for a in loop.history if a.meta} == {p.name for p in (tmp_path / "script").glob("*.py")}
     assert "all 3 candidates" in reason
+
+
+def test_an_agent_repeating_itself_never_costs_a_second_evaluation(tmp_path):
+    from harness.agents.base import Proposal
+
+    class Parrot:
+        name, model = "parrot", ""
+
+        def propose(self, ctx):
+            yield Proposal(variant(256), "always the same")
+
+    backend = FakeBackend(2, delays={1: 0.5})
+    s = Session.create("softmax", "parrot", TASK.baseline_path.read_text(), base=tmp_path / "sessions")
+    events: list[ev.Event] = []
+    loop = ParallelLoop(s, TASK, Parrot(), Decider(), backend, emit=events.append, max_iterations=4, proposals=2)
+    assert loop.run() == "iterations done"
+    assert len(backend.runs) == 1  # in flight: asked again then skipped; decided: the backend's done map
+    assert any(isinstance(e, ev.AgentNotice) and "skipped" in e.message for e in events)
+    assert all(a.outcome in ("no-candidate", "reverted", "accepted") for a in loop.history)
