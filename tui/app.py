@@ -339,6 +339,10 @@ class WarpsmithApp(App[int]):
             return
         self.shutdown()
 
+    async def action_quit(self) -> None:
+        # ctrl+q (Textual's own quit key) gets the same question as `q`.
+        self.request_quit()
+
     def shutdown(self) -> None:
         self.quitting = True
         if self.loop is not None:

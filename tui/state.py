@@ -68,8 +68,21 @@ def tally_key(verdict: dict, action: str) -> str:
     return "reverted"
 
 
+def _dsl_check_ids() -> frozenset[str]:
+    try:
+        from harness.guard.dsl import STATIC_CHECKS
+    except ImportError:  # the guard is optional for the view; fall back to the name
+        return frozenset()
+    return frozenset(STATIC_CHECKS)
+
+
+DSL_CHECKS = _dsl_check_ids()  # entry-defined, triton-kernel, triton-launch, cute-launch, ...
+
+
 def is_dsl_violation(v: dict) -> bool:
-    return "dsl" in str(v.get("rule", "")).lower()
+    """The candidate did not really launch the required DSL (vs. a forbidden-construct rule)."""
+    rule = str(v.get("rule", ""))
+    return rule in DSL_CHECKS or "dsl" in rule.lower()
 
 
 @dataclass

@@ -115,7 +115,7 @@ def test_state_tally_best_history_and_pruning():
 def test_state_counts_dsl_and_rule_breaks_per_model():
     s = RunState(agent="anthropic:m1")
     s.apply(ev.CandidateProposed(1, "c1", "d", "", "src", "anthropic", "m1"))
-    s.apply(ev.StaticResult(1, False, [{"rule": "dsl-triton-launch", "message": "no kernel", "line": 3}]))
+    s.apply(ev.StaticResult(1, False, [{"rule": "triton-launch", "message": "no kernel", "line": 3}]))
     s.apply(ev.CandidateProposed(2, "c2", "d", "", "src", "anthropic", "m1"))
     s.apply(ev.StaticResult(2, False, [{"rule": "no-torch-fallback", "message": "x", "line": 9}]))
     st = s.model_stats["anthropic:m1"]

@@ -23,6 +23,7 @@ KEYS = [
     ("f", "diff: whole candidate / diff"),
     ("c", "copy the candidate to the clipboard (OSC 52; tmux needs `set -g set-clipboard on`)"),
     ("b", "terminal bell on decisions: on / off"),
+    ("1 2 3", "narrow terminals (under 120 columns): reasoning / diff / bench tab"),
     ("t", "task details"),
     ("s", "sessions"),
     ("?", "this help"),
@@ -33,6 +34,9 @@ NOTES = """
 Decisions are never made by **Enter** or **Space**, and a key pressed within ~300 ms of a
 decision prompt appearing is ignored. Every decision is written to the session journal before
 the screen moves on; `warpsmith sessions resume ID` reopens a session with its history.
+
+The bell is on by default; `WARPSMITH_BELL=0` turns it off for a session.
+`TEXTUAL_COLOR_SYSTEM` (truecolor, 256, 16) forces a colour system, e.g. under tmux without `Tc`.
 
 `--no-mouse` leaves the mouse to the terminal (native selection over SSH); otherwise hold
 Shift (Option on macOS) while dragging to select.
