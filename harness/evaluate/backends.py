@@ -106,6 +106,13 @@ def options_dict(options: Any) -> dict:
     return d
 
 
+def stall_limit_s(job: EvalJob) -> float:
+    """How long a worker may hold one job before it counts as hung (evaluate() has its own, finer
+    deadlines; this only catches a worker that stopped answering without dying)."""
+    o = job.options
+    return 3 * (float(o.get("import_timeout_s", 180)) + float(o.get("run_timeout_s", 600)))
+
+
 def lost_verdict(job: EvalJob, message: str, rule: str = "worker-lost") -> dict:
     """A verdict for a job no worker could finish: never keepable, and says what happened."""
     reason = f"{rule}: {message}"
@@ -465,7 +472,12 @@ class PoolEvaluator(WorkerSet):
         proc, conn = slot.handle
         try:
             conn.send(job)
+            deadline = time.monotonic() + stall_limit_s(job)
             while not conn.poll(0.5):
+                if time.monotonic() > deadline:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    raise WorkerLost(f"pool worker {slot.name} (pid {proc.pid}) gave no answer in "
+                                     f"{stall_limit_s(job):.0f}s and was killed")
                 if proc.poll() is not None:
                     raise WorkerLost(f"pool worker {slot.name} (pid {proc.pid}) {_exit_words(proc.returncode)}")
                 if self._closed:
@@ -636,10 +648,15 @@ class RayEvaluator(WorkerSet):
     def _run_on(self, slot: _Slot, job: EvalJob) -> dict:
         ray = self.ray
         ref = slot.handle.run.remote(job)
+        deadline = time.monotonic() + stall_limit_s(job)
         while True:
             ready, _ = ray.wait([ref], timeout=0.5)
             if ready:
                 break
+            if time.monotonic() > deadline:
+                ray.kill(slot.handle)
+                raise WorkerLost(f"ray worker {slot.name} (pid {slot.pid} on {slot.node}) gave no answer in "
+                                 f"{stall_limit_s(job):.0f}s and was killed")
             if self._closed:
                 raise WorkerLost(f"ray worker {slot.name} stopped: the evaluator was closed")
         try:

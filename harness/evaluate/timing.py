@@ -3,8 +3,11 @@
 One sample of one entry:
     refresh the input buffer with the next value set  (values change every time a buffer is reused,
                                                        so caches keyed on pointers return stale data)
-    flush L2 (write a buffer >= 2x L2)                 (queued; it also hides the host launch gap)
-    start event; call; synchronize ALL streams; end event; wait  (side-stream work is inside)
+    flush L2 (write a buffer >= 2x L2)
+    a GPU spin (~1.5x the call's host overhead)        (the host enqueues the call meanwhile, so the
+                                                        events hold GPU time, not Python launch time)
+    start event; call; end event on the call's stream; synchronize ALL streams; second end event
+                                                       (work left on other streams shows as a gap)
     host wall clock around the same window             (a patched or fooled event timer disagrees)
     check the output against the expected values      (timed calls are checked too)
 Incumbent and candidate alternate in random pair order (AB or BA) in the same window, after
@@ -123,26 +126,69 @@ def time_shape(child: Any, req: dict) -> dict:
             if isinstance(b, torch.Tensor):
                 b.copy_(s)
 
-    def one(fn: Any, k: int) -> tuple[float, float, bool]:
+    spin_fn = getattr(torch.cuda, "_sleep", None)  # a GPU busy-wait kernel, in torch since 1.x
+    cycles = {"n": 0}
+
+    def spin() -> None:
+        if spin_fn is not None and cycles["n"] > 0:
+            spin_fn(int(cycles["n"]))
+
+    def one(fn: Any, k: int) -> tuple[float, float, float, float, bool]:
+        """(events to the call's own stream, events to all streams, host wall, host enqueue, ok)."""
         b, src = k % n_buf, k % len(sources)
         refresh(buffers[b], sources[src])
         flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # Keep the GPU busy while the host enqueues the call: the host's launch overhead then
+        # stays out of the events (the GPU never waits on Python), and clocks stay up.
+        spin()
+        start, end, end_all = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         start.record()
         t0 = time.perf_counter()
         out = fn(*buffers[b]) if fn is not None else None
-        torch.cuda.synchronize()  # every stream, before the end event
+        t_host = time.perf_counter() - t0
         end.record()
-        end.synchronize()
+        torch.cuda.synchronize()  # every stream, before the second end event
+        end_all.record()
+        end_all.synchronize()
         t1 = time.perf_counter()
         ok = True if fn is None else _close(torch, out, expected[src], atol, rtol)
         del out
-        return start.elapsed_time(end) * 1e3, (t1 - t0) * 1e6, ok
+        return (start.elapsed_time(end) * 1e3, start.elapsed_time(end_all) * 1e3, (t1 - t0) * 1e6, t_host * 1e6,
+                ok)
 
-    # Constant overhead of a sample with nothing in it (event + sync latency).
+    # Spin rate (cycles per µs) at working clocks: spin twice, measure the second.
+    rate = 1000.0
+    if spin_fn is not None:
+        for _ in range(2):
+            a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            spin_fn(1_000_000)
+            z.record()
+            z.synchronize()
+            rate = 1_000_000 / max(a.elapsed_time(z) * 1e3, 1.0)
+    cycles["n"] = int(rate * 200)
+
+    res: dict[str, dict] = {r: {"event_us": [], "event_all_us": [], "wall_us": [], "bad": 0, "checked": 0}
+                            for r in roles}
+    host: dict[str, list[float]] = {r: [] for r in roles}
+    k = 0
+    for i in range(warmup):  # compiles, autotunes, warms caches and clocks; also measures host overhead
+        for r in roles:
+            *_, h, ok = one(child.entries[r], k)
+            k += 1
+            res[r]["checked"] += 1
+            res[r]["bad"] += 0 if ok else 1
+            if i > 0:
+                host[r].append(h)
+    host_us = max((statistics.median(v) for v in host.values() if v), default=100.0)
+    spin_us = min(max(1.5 * host_us, 50.0), 3000.0)
+    cycles["n"] = int(rate * spin_us)
+
+    # Constant overheads of a sample with nothing in it (event records, sync latency, the spin).
     empty = [one(None, k) for k in range(20)]
-    over_ev = statistics.median(e for e, _, _ in empty[5:])
-    over_wall = statistics.median(w for _, w, _ in empty[5:])
+    over_ev = statistics.median(e[0] for e in empty[5:])
+    over_all = statistics.median(e[1] for e in empty[5:])
+    over_wall = statistics.median(e[2] for e in empty[5:])
     fl_s, fl_e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     fl_s.record()
     flush.zero_()
@@ -150,33 +196,33 @@ def time_shape(child: Any, req: dict) -> dict:
     fl_e.synchronize()
     flush_us = fl_s.elapsed_time(fl_e) * 1e3
 
-    res: dict[str, dict] = {r: {"event_us": [], "wall_us": [], "bad": 0, "checked": 0} for r in roles}
-    k = 0
-    for i in range(warmup + samples):
+    for i in range(samples):
         order = roles[:]
         rng.shuffle(order)
         for r in order:
-            ev, wall, ok = one(child.entries[r], k)
+            ev, ev_all, wall, _h, ok = one(child.entries[r], k)
             k += 1
             res[r]["checked"] += 1
             res[r]["bad"] += 0 if ok else 1
-            if i >= warmup:
-                res[r]["event_us"].append(max(ev - over_ev, 0.0))
-                res[r]["wall_us"].append(max(wall - over_wall, 0.0))
+            res[r]["event_us"].append(max(ev - over_ev, 0.0))
+            res[r]["event_all_us"].append(max(ev_all - over_all, 0.0))
+            res[r]["wall_us"].append(max(wall - over_wall, 0.0))
 
     if req.get("graph"):
         for r in roles:
             res[r]["graph_us"], res[r]["graph_error"] = _graph_times(torch, child.entries[r], buffers[0], sources,
-                                                                    expected, flush, samples, atol, rtol, res[r])
+                                                                    expected, flush, samples, atol, rtol, res[r],
+                                                                    spin)
     del buffers, sources, expected, flush
     if not req.get("keep_sources"):
         torch.cuda.empty_cache()
-    return {"roles": res, "overhead_event_us": over_ev, "overhead_wall_us": over_wall, "flush_us": flush_us,
+    return {"roles": res, "overhead_event_us": over_ev, "overhead_event_all_us": over_all,
+            "overhead_wall_us": over_wall, "flush_us": flush_us, "spin_us": spin_us, "host_us": host_us,
             "n_buffers": n_buf, "observed": []}
 
 
 def _graph_times(torch: Any, fn: Any, buf: list, sources: list, expected: list, flush: Any, samples: int,
-                 atol: float, rtol: float, acc: dict) -> tuple[list[float], str | None]:
+                 atol: float, rtol: float, acc: dict, spin: Any) -> tuple[list[float], str | None]:
     try:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -197,6 +243,7 @@ def _graph_times(torch: Any, fn: Any, buf: list, sources: list, expected: list, 
             if isinstance(b, torch.Tensor):
                 b.copy_(x)
         flush.zero_()
+        spin()
         st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         st.record()
         g.replay()

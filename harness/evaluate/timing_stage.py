@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
 
 FLOOR_BW_MARGIN = 1.10      # nothing moves bytes faster than 1.1x the measured device copy rate
-SLOWED_MIN_PCT = 5.0        # incumbent-slowed fires above max(this, 3x the noise band)
+SLOWED_MIN_PCT = 10.0       # incumbent-slowed fires above max(this, 3x the noise band)
 
 
 def _floor_us(ref_mod: ModuleType, task: Task, shape: Shape, dev: dict) -> tuple[float | None, str]:
@@ -75,16 +75,22 @@ def judge_shape(run: "_Run", entry: dict, r: dict, parent_wall_s: float, floor: 
         run.reject("timing", "timer-disagrees",
                    f"{tag}the samples add up to {total_us / 1e6:.3f} s but only {parent_wall_s:.3f} s passed")
     for who, d in (("candidate", cand), ("incumbent", inc)):
-        ev, wall = vd.median(d["event_us"]), vd.median(d["wall_us"])
-        flush = float(r.get("flush_us", 0.0))
-        # Events bracket the whole call (every stream synced before the end event), so they can
-        # only undercount what the host clock saw by the queued L2 flush and launch latency.
-        if ev < 0.5 * (wall - flush) - 50:
+        ev = vd.median(d["event_us"])
+        ev_all = vd.median(d.get("event_all_us") or d["event_us"])
+        wall = vd.median(d["wall_us"])
+        # The all-streams events bracket the call and a device-wide sync, like the host clock
+        # does (both net of an empty sample's overhead): they can't be far apart either way.
+        if ev_all < 0.5 * wall - 50:
             run.reject("timing", "timer-disagrees",
-                       f"{tag}{who}: CUDA events say {ev:.1f} µs, the host clock {wall:.1f} µs (after a device sync)")
-        if ev > 1.5 * wall + 50:
+                       f"{tag}{who}: CUDA events say {ev_all:.1f} µs, the host clock {wall:.1f} µs (after a device sync)")
+        if ev_all > 1.5 * wall + 50:
             run.reject("timing", "timer-disagrees",
-                       f"{tag}{who}: CUDA events say {ev:.1f} µs, more than the host clock's {wall:.1f} µs")
+                       f"{tag}{who}: CUDA events say {ev_all:.1f} µs, more than the host clock's {wall:.1f} µs")
+        # Work still running on another stream once the call's own stream is done.
+        if ev_all - ev > max(50.0, 0.5 * ev):
+            run.reject("timing", "no-side-streams",
+                       f"{tag}{who}: the call's stream finished after {ev:.1f} µs but the device only after "
+                       f"{ev_all:.1f} µs: work was left running on another stream")
     c_med, i_med = vd.median(cand["event_us"]), vd.median(inc["event_us"])
     sp, band = vd.speedup_with_band(inc["event_us"], cand["event_us"])
     entry.update(candidate_us=round(c_med, 3), incumbent_us=round(i_med, 3), speedup=round(sp, 4),

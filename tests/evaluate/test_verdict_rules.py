@@ -54,10 +54,13 @@ def test_geomean_is_weighted():
     assert vd.geomean([], []) is None
 
 
-def _timing_reply(cand_us, inc_us, *, wall_extra=20.0, bad=0):
+def _timing_reply(cand_us, inc_us, *, wall_extra=5.0, bad=0, side=0.0):
+    def role(us, bad, side):
+        return {"event_us": us, "event_all_us": [x + side for x in us], "wall_us": [x + side + wall_extra for x in us],
+                "bad": bad, "checked": 45}
+
     return {"ok": True, "flush_us": 30.0, "observed": [], "roles": {
-        "candidate": {"event_us": cand_us, "wall_us": [x + wall_extra for x in cand_us], "bad": bad, "checked": 45},
-        "incumbent": {"event_us": inc_us, "wall_us": [x + wall_extra for x in inc_us], "bad": 0, "checked": 45}}}
+        "candidate": role(cand_us, bad, side), "incumbent": role(inc_us, 0, 0.0)}}
 
 
 @pytest.fixture
@@ -88,7 +91,9 @@ def test_judge_rejects_each_timing_cheat(judged):
     assert "timer-disagrees" in judged(_timing_reply(honest, honest), parent_wall=0.001)[0]
     assert "impossible-time" in judged(_timing_reply(honest, honest), floor=(150.0, "bytes / copy bandwidth"))[0]
     assert "incumbent-slowed" in judged(_timing_reply(honest, noisy(130, 40, 0.01, 3)), baseline=100.0)[0]
-    assert "incumbent-slowed" not in judged(_timing_reply(honest, noisy(101, 40, 0.01, 3)), baseline=100.0)[0]
+    assert "incumbent-slowed" not in judged(_timing_reply(honest, noisy(103, 40, 0.01, 3)), baseline=100.0)[0]
+    # the call's stream done long before the device: work left on a side stream
+    assert "no-side-streams" in judged(_timing_reply([5.0] * 40, honest, side=120.0))[0]
 
 
 def test_scrubbed_env_drops_credentials_and_keeps_what_runs_code():
