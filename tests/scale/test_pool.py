@@ -93,3 +93,17 @@ def test_parallel_loop_on_the_pool_keeps_and_re_measures(small_task, tmp_path):
     assert final[1]["accepted"] and final[2]["accepted"] and not final[3]["accepted"]
     assert final[2]["incumbent_commit"] == kept  # decided on a measurement against the kept candidate
     assert final[2]["worker"]["backend"] == "pool"
+
+
+def test_a_hung_pool_worker_is_killed_and_its_job_retried(small_task, tmp_path, monkeypatch):
+    import harness.evaluate.backends as b
+
+    # Stall limit 0: the first answer can't come in time, so both attempts end as 'killed'.
+    monkeypatch.setattr(b, "stall_limit_s", lambda job: 0.0)
+    pool = PoolEvaluator(workers=1, log_dir=tmp_path / "logs")
+    try:
+        v = pool.submit(jobs_for(small_task, [(256, 4, False)])[0]).result(timeout=120)
+        assert v["reasons"][0]["rule"] == "worker-lost" and "gave no answer" in v["reasons"][0]["message"]
+        assert v["worker"]["attempts"] == 2
+    finally:
+        pool.close()
