@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from tui.state import TALLY_KEYS, RunState
 
-COLUMNS = ("shape", "ok", "best µs", "cand µs", "×", "roof")
+COLUMNS = ("shape", "ok", "best", "cand", "×", "roof")  # times in µs (the pane title says so)
 
 
 def _num(v: object, fmt: str) -> str:
@@ -84,12 +84,10 @@ class BenchPane(VerticalScroll):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.border_title = "bench"
+        self.border_title = "bench · times in µs"
 
     def compose(self) -> ComposeResult:
-        table: DataTable = DataTable(id="shapes", show_cursor=False, zebra_stripes=True)
-        table.add_columns(*COLUMNS)
-        yield table
+        yield DataTable(id="shapes", show_cursor=False, zebra_stripes=True)
         yield Static(id="verdict")
         yield Static(Text("best speedup per decision", style="dim"), id="spark-label")
         yield Sparkline([], id="history")
@@ -100,10 +98,12 @@ class BenchPane(VerticalScroll):
         if not self.is_mounted:
             return
         table = self.query_one("#shapes", DataTable)
-        # Columns too: DataTable keeps header widths from before the rows otherwise.
+        # Explicit widths: auto-width columns kept stale header widths when rows arrived later.
+        rows = shape_rows(state.verdict or {})
         table.clear(columns=True)
-        table.add_columns(*COLUMNS)
-        for row in shape_rows(state.verdict or {}):
+        for i, label in enumerate(COLUMNS):
+            table.add_column(label, width=max([len(label)] + [len(r[i]) for r in rows]))
+        for row in rows:
             table.add_row(*row)
         self.query_one("#verdict", Static).update(verdict_text(state))
         # A flat line still says "nothing kept made it faster"; Sparkline needs 2 points to draw.

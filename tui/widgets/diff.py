@@ -13,8 +13,9 @@ from itertools import zip_longest
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
+from rich.style import Style
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 from textual.containers import ScrollableContainer
 from textual.reactive import reactive
 from textual.widgets import Static
@@ -22,7 +23,7 @@ from textual.widgets import Static
 from tui.state import CandidateView
 
 MODES = ("unified", "split", "full")
-SYNTAX_THEME = "ansi_dark"  # ANSI colours follow the terminal's palette (tmux, 256 colours)
+SYNTAX_THEME = "monokai"  # truecolor or 256: Textual downsamples for the terminal (tmux, TEXTUAL_COLOR_SYSTEM)
 ADD_BG, DEL_BG, MARK = "on #12361d", "on #3d1414", "bold red"
 
 
@@ -41,8 +42,15 @@ def highlight_lines(source: str) -> tuple[Text, ...]:
     """Highlighted lines, cached: toggling views re-renders without re-lexing (callers copy)."""
     if not source:
         return ()
-    text = Syntax(source, "python", theme=SYNTAX_THEME).highlight(source)
+    text = Syntax(source, "python", theme=SYNTAX_THEME, background_color="default").highlight(source)
     text.rstrip()
+    # Token colours only: the theme's backgrounds would patch the pane and hide the +/- bands.
+    plain = []
+    for sp in text.spans:
+        st = sp.style if isinstance(sp.style, Style) else Style.parse(sp.style)
+        plain.append(Span(sp.start, sp.end, Style(color=st.color, bold=st.bold, italic=st.italic)))
+    text.spans = plain
+    text.style = ""
     return tuple(text.split("\n", allow_blank=True))
 
 
