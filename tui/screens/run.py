@@ -125,7 +125,7 @@ class RunScreen(Screen[None]):
             if req is None:
                 bar.clear()
             else:
-                bar.ask(req)
+                bar.ask(req, compact=bool(self.narrow))
                 if self.wapp.decision_sent:
                     bar.sent(self.wapp.decision_sent)
             # Only decisions change which keys apply; the footer rebuilds itself on every refresh.

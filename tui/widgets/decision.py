@@ -7,7 +7,7 @@ from textual.widgets import Static
 from harness.loop import DecisionRequest
 
 
-def prompt_text(req: DecisionRequest) -> Text:
+def prompt_text(req: DecisionRequest, compact: bool = False) -> Text:
     t = Text()
     t.append(f"Decide #{req.iteration}: ", style="bold")
     t.append("harness recommends ")
@@ -16,19 +16,20 @@ def prompt_text(req: DecisionRequest) -> Text:
     t.append("\n")
     if req.can_keep:
         t.append("k", style="bold reverse")
-        t.append(" keep" + (" (asks to confirm: override)" if req.action != "keep" else "") + "   ")
+        confirm = "" if req.action == "keep" else (" (override?)" if compact else " (asks to confirm: override)")
+        t.append(" keep" + confirm + "   ")
     else:
         t.append("cannot be kept   ", style="red")
     t.append("r", style="bold reverse")
     t.append(" revert   ")
     t.append("R", style="bold reverse")
-    t.append(" revert with a reason for the agent   (Enter and Space never decide)", style="")
+    t.append(" revert+why" if compact else " revert with a reason for the agent   (Enter and Space never decide)")
     return t
 
 
 class DecisionBar(Static):
-    def ask(self, req: DecisionRequest) -> None:
-        self.update(prompt_text(req))
+    def ask(self, req: DecisionRequest, compact: bool = False) -> None:
+        self.update(prompt_text(req, compact))
         self.remove_class("-sent")
         self.display = True
 
