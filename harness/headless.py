@@ -55,27 +55,27 @@ class Printer:
             self._line(f"  tokens in {e.input_tokens} out {e.output_tokens} cached {e.cached_tokens} "
                        f"reasoning {e.reasoning_tokens}; ${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})")
         elif isinstance(e, ev.CandidateProposed):
-            self._line(f"  candidate {e.commit[:10]}: {e.description}")
+            self._line(f"  [{e.iteration}] candidate {e.commit[:10]}: {e.description}")
         elif isinstance(e, ev.StaticResult) and not e.ok:
             for v in e.violations:
                 self._line(f"  static: line {v.get('line')}: {v.get('rule')}: {v.get('message')}")
         elif isinstance(e, ev.EvalStarted):
-            self._line(f"  evaluating ({e.backend}{' on ' + e.worker if e.worker else ''})")
+            self._line(f"  [{e.iteration}] evaluating ({e.backend}{' on ' + e.worker if e.worker else ''})")
         elif isinstance(e, ev.EvalResult):
             v = e.verdict
             status = "accepted" if v.get("accepted") else f"rejected at {v.get('stage')}"
             g = v.get("geomean_speedup")
-            self._line(f"  verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
+            self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
                        + ("" if v.get("timing_available") else ", timing unavailable (interpreter)"))
             for r in v.get("reasons", [])[:8]:
                 self._line(f"    {r.get('rule')}: {r.get('message')}")
             for row in shape_table(v):
                 self._line(row)
         elif isinstance(e, ev.Recommendation):
-            self._line(f"  recommend {e.action}: {e.reason}")
+            self._line(f"  [{e.iteration}] recommend {e.action}: {e.reason}")
         elif isinstance(e, ev.Decision):
             extra = " (override)" if e.override else ""
-            self._line(f"  decision: {e.action} by {e.by}{extra}" + (f": {e.reason}" if e.reason else ""))
+            self._line(f"  [{e.iteration}] decision: {e.action} by {e.by}{extra}" + (f": {e.reason}" if e.reason else ""))
         elif isinstance(e, ev.PackReloaded):
             self._line(f"  pack {e.pack_id} reloaded" + ("" if e.ok else f" FAILED, last good kept: {e.message}"))
         elif isinstance(e, ev.WorkerStatus):

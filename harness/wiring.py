@@ -137,8 +137,17 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
 
     agent = make_agent(cfg.agent, session, cfg)
     catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
-    loop = Loop(session, task, agent, decider, make_evaluate(cfg), emit=emit, max_iterations=cfg.iterations,
-                budget=getattr(agent, "budget", None))
+    if cfg.eval_backend != "local" or cfg.proposals > 1:
+        # Several candidates in flight, evaluated on a pool of GPUs or a Ray cluster.
+        from harness.evaluate.backends import make_evaluator
+        from harness.parallel import ParallelLoop
+
+        evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
+        loop = ParallelLoop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
+                            budget=getattr(agent, "budget", None), proposals=cfg.proposals)
+    else:
+        loop = Loop(session, task, agent, decider, make_evaluate(cfg), emit=emit, max_iterations=cfg.iterations,
+                    budget=getattr(agent, "budget", None))
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 
