@@ -126,7 +126,8 @@ def identity_snapshot(extra: dict[str, Any] | None = None) -> dict[str, int]:
                 v = inspect.getattr_static(obj, name)
             except Exception:
                 continue
-            if callable(v) or isinstance(v, (types.ModuleType, type, classmethod, staticmethod, property)):
+            # (modules left out: torch loads some submodules lazily, which would read as a patch)
+            if callable(v) or isinstance(v, (type, classmethod, staticmethod, property)):
                 snap[f"{prefix}.{name}"] = id(v)
 
     take("torch", torch)

@@ -58,7 +58,7 @@ def test_interleaved_samples_and_timed_output_checks(fake_cuda):
 
     def slow(x):
         calls["slow"] += 1
-        time.sleep(0.002)
+        time.sleep(0.05)
         return torch.softmax(x, -1)
 
     def fast(x):
@@ -82,7 +82,7 @@ def test_interleaved_samples_and_timed_output_checks(fake_cuda):
     assert r["roles"]["cheat"]["bad"] == 13 - 6  # every timed output is checked
     slow_us = sorted(r["roles"]["slow"]["event_us"])[5]
     fast_us = sorted(r["roles"]["fast"]["event_us"])[5]
-    assert slow_us > 1500 and fast_us < slow_us / 2
+    assert slow_us > 25_000 and fast_us < slow_us  # sleep() gives a floor; the host may be loaded
 
 
 def test_sources_are_reused_only_when_asked(fake_cuda):
