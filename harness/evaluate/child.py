@@ -240,6 +240,9 @@ def main(argv: list[str]) -> int:
     if job.get("rlimit_as"):
         lim = int(job["rlimit_as"])
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    from harness.interp import patch_bf16_dot
+
+    patch_bf16_dot()  # before the identity snapshot, so the fix is part of what is guarded
     try:
         child = Child(ep, job)
     except BaseException as e:  # noqa: BLE001 - a broken task or torch install, not the candidate

@@ -239,7 +239,7 @@ def _violation_dict(v: Any) -> dict:
     elif isinstance(v, dict):
         d = dict(v)
     else:
-        d = {k: getattr(v, k, None) for k in ("rule", "message", "line", "col", "snippet")}
+        d = {k: getattr(v, k, None) for k in ("rule", "message", "line", "col", "snippet", "severity")}
     return d
 
 
@@ -325,14 +325,21 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
     if opts.static:
         violations, why = run_static(task, source)
         if violations is None:
-            run.notes.append(why)
-        else:
-            v["violations"] = violations
-            for viol in violations:
-                where = f" (line {viol.get('line')})" if viol.get("line") else ""
-                run.reject("static", f"static:{viol.get('rule')}", f"{viol.get('message')}{where}")
-            if violations:
-                return _finish(v, run, t0, timing_available=False)
+            # Fail closed: a verdict without the static stage would accept what the rules forbid.
+            run.reject("static", "static-unavailable",
+                       f"{why}; install warpsmith's dependencies (tree-sitter, tree-sitter-python) or pass "
+                       "static=False / --no-static to evaluate without static checks, knowingly")
+            return _finish(v, run, t0, timing_available=False)
+        v["violations"] = violations
+        errors = [viol for viol in violations if viol.get("severity", "error") == "error"]
+        for viol in errors:
+            where = f" (line {viol.get('line')})" if viol.get("line") else ""
+            run.reject("static", f"static:{viol.get('rule')}", f"{viol.get('message')}{where}")
+        for viol in violations:
+            if viol not in errors:  # warnings go to the agent and the person, not into the decision
+                run.notes.append(f"static warning: {viol.get('rule')}: {viol.get('message')} (line {viol.get('line')})")
+        if errors:
+            return _finish(v, run, t0, timing_available=False)
 
     hashes = task.file_hashes()
     saved = {p: (task.root / p).read_bytes() for p in hashes}

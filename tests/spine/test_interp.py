@@ -22,3 +22,14 @@ def test_bf16_dot_in_the_interpreter_matches_fp32_matmul():
     c = torch.empty(16, 16)
     _matmul16[(1,)](a, b, c, N=16)
     torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-4, rtol=1e-4)
+
+
+def test_the_evaluator_child_applies_the_fix_too():
+    from pathlib import Path
+
+    from harness.evaluate import EvalOptions, evaluate
+    from harness.tasks import load_task
+
+    cand = Path(__file__).parent / "data" / "bf16_dot_softmax.py"
+    v = evaluate(load_task("softmax"), cand, None, EvalOptions(shapes=["short rows"]))
+    assert v["accepted"], v["reasons"]
