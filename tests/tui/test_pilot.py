@@ -357,3 +357,25 @@ async def test_resizing_switches_layout_and_keeps_content(tmp_path: Path):
         await pilot.press("k")
         await wait_until(pilot, lambda: decisions(app))
         await pilot.press("q")
+
+
+async def test_long_reasoning_is_frozen_in_parts_and_nothing_is_lost(tmp_path: Path):
+    from textual.widgets import Markdown, Static
+
+    from tui.testing import make_script_dir, softmax_task
+    from tui.widgets.reasoning import ReasoningPane
+
+    script = make_script_dir(tmp_path / "script", softmax_task())
+    long_text = "".join(f"### Step {i}\n\nThe loads are serial in chunk {i}; pipeline them.\n\n"
+                        + ("```python\nx = tl.load(p)\n```\n\n" if i % 5 == 0 else "") for i in range(200))
+    (script / "01_block2048.md").write_text(long_text)
+    app = make_app(tmp_path, script_dir=script, chunk_chars=200)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_prompt(pilot, app, 1)
+        pane = app.run_screen.query_one(ReasoningPane)
+        await pane.flush()
+        sealed = list(pane.query(Static).filter(".sealed"))
+        assert len(sealed) >= 3
+        live = [m for m in pane.query(Markdown).filter(".stream")]
+        assert "".join(s.source for s in sealed) + live[0].source == long_text
+        await pilot.press("q")

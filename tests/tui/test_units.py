@@ -84,12 +84,12 @@ def test_diff_rows_and_split_alignment():
 def test_violations_are_marked_at_their_candidate_line():
     c = CandidateView(2, "abc", "d", OLD, NEW, violations=[{"rule": "no-x", "message": "bad", "line": 5},
                                                            {"rule": "dsl-triton", "message": "no kernel"}])
-    lines = [t.plain for t in render_unified(c).renderables]
+    lines = [t.plain for t in render_unified(c).renderable.renderables]
     at5 = next(i for i, s in enumerate(lines) if s.rstrip().endswith("e") and "   5 " in s)
     assert lines[at5][10] == "!"  # gutter: old no, new no, then the mark instead of "+"
     assert lines[at5 + 1].strip() == "^ no-x: bad"
     assert any(s.startswith("! file: dsl-triton") for s in lines)  # no line: listed at the top
-    full = [t.plain for t in render_full(c).renderables]
+    full = [t.plain for t in render_full(c).renderable.renderables]
     at5 = next(i for i, s in enumerate(full) if s.startswith("   5"))
     assert full[at5].startswith("   5!") and full[at5 + 1].strip() == "^ no-x: bad"
 
@@ -121,3 +121,15 @@ def test_state_counts_dsl_and_rule_breaks_per_model():
     st = s.model_stats["anthropic:m1"]
     assert (st.candidates, st.dsl_breaks, st.rule_breaks) == (2, 1, 1)
     assert any("no-torch-fallback" in b.text for b in s.turns[-1].blocks)
+
+
+def test_seal_point_cuts_at_paragraphs_outside_code_fences():
+    from tui.widgets.reasoning import SEAL_CHARS, seal_point
+
+    para = "x" * 100 + "\n\n"
+    text = para * (SEAL_CHARS // len(para) + 5)
+    cut = seal_point(text, 0, len(text))
+    assert cut is not None and text[cut - 2:cut] == "\n\n" and cut >= SEAL_CHARS // 2
+    fenced = "```python\n" + text  # an open fence: freezing now would split the code block
+    assert seal_point(fenced, 0, len(fenced)) is None
+    assert seal_point("short\n\ntext", 0, 11) is None

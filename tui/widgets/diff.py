@@ -28,6 +28,22 @@ ADD_BG, DEL_BG, MARK = "on #12361d", "on #3d1414", "bold red"
 
 
 @dataclass
+class Rendered:
+    """A view of a candidate with its size, so the pane never has to measure it by rendering
+    (Textual re-measures auto-sized widgets on every layout pass: each streamed chunk)."""
+
+    renderable: RenderableType
+    width: int | None  # None: as wide as the pane
+    height: int
+    first_mark: int | None = None  # line of the first violation message, to scroll to
+
+
+def _rendered_lines(lines: list[Text]) -> Rendered:
+    first = next((i for i, t in enumerate(lines) if t.style == MARK), None)
+    return Rendered(Group(*_no_wrap(lines)), max((t.cell_len for t in lines), default=1), len(lines), first)
+
+
+@dataclass
 class Row:
     """One rendered line of a unified diff."""
 
@@ -106,7 +122,7 @@ def _no(n: int | None) -> str:
     return f"{n:>4}" if n is not None else "    "
 
 
-def render_unified(c: CandidateView) -> RenderableType:
+def render_unified(c: CandidateView) -> Rendered:
     old_hl, new_hl = highlight_lines(c.old), highlight_lines(c.new)
     v_lines = violations_by_line(c.violations)
     rows = unified_rows(c.old, c.new)
@@ -137,16 +153,18 @@ def render_unified(c: CandidateView) -> RenderableType:
         out.append(line)
         if r.tag != "-":
             out += _marks(v_lines, r.new_no, 12)
-    return Group(*_no_wrap(out))
+    return _rendered_lines(out)
 
 
-def render_split(c: CandidateView) -> RenderableType:
+def render_split(c: CandidateView) -> Rendered:
+    """Side by side, each side cropped to half the pane (unified and full views scroll sideways)."""
     old_hl, new_hl = highlight_lines(c.old), highlight_lines(c.new)
     v_lines = violations_by_line(c.violations)
     table = Table(box=None, expand=True, show_header=True, header_style="bold", pad_edge=False,
                   padding=(0, 1))
-    table.add_column("best", ratio=1, overflow="fold")
-    table.add_column(f"candidate #{c.iteration}", ratio=1, overflow="fold")
+    table.add_column("best", ratio=1, overflow="crop", no_wrap=True)
+    table.add_column(f"candidate #{c.iteration}", ratio=1, overflow="crop", no_wrap=True)
+    height, first = 1, None
     for o, n in split_pairs(c.old, c.new):
         changed = o is None or n is None or c.old.splitlines()[o - 1] != c.new.splitlines()[n - 1]
         left = Text(f"{_no(o)} ", style="dim")
@@ -165,11 +183,14 @@ def render_split(c: CandidateView) -> RenderableType:
             for m in _marks(v_lines, n, 5):
                 right.append("\n")
                 right.append_text(m)
+                first = height + 1 if first is None else first
+                height += 1
         table.add_row(left, right)
-    return table
+        height += 1
+    return Rendered(table, None, height, first)
 
 
-def render_full(c: CandidateView) -> RenderableType:
+def render_full(c: CandidateView) -> Rendered:
     v_lines = violations_by_line(c.violations)
     out: list[Text] = [Text(f"candidate #{c.iteration} {c.commit[:10]}: {c.description}", style="bold")]
     for v in v_lines.get(0, []):
@@ -180,7 +201,7 @@ def render_full(c: CandidateView) -> RenderableType:
         line.append_text(code)
         out.append(line)
         out += _marks(v_lines, n, 6)
-    return Group(*_no_wrap(out))
+    return _rendered_lines(out)
 
 
 RENDERERS = {"unified": render_unified, "split": render_split, "full": render_full}
@@ -214,22 +235,18 @@ class DiffPane(ScrollableContainer, can_focus=True):
         self.border_title = f"diff · {self.mode}"
         self.set_class(self.mode == "split", "-split")
         if self.candidate is None:
-            body.styles.width = "1fr"
+            body.styles.width, body.styles.height = "1fr", 1
             body.update(Text("waiting for the first candidate…", style="dim"))
             return
-        renderable = RENDERERS[self.mode](self.candidate)
-        if isinstance(renderable, Group):
-            # Textual caps measured width at the container's; set it so the pane scrolls sideways.
-            body.styles.width = max((t.cell_len for t in renderable.renderables if isinstance(t, Text)),
-                                    default=1)
+        view = RENDERERS[self.mode](self.candidate)
+        # Explicit size: wider than the pane scrolls sideways (Textual caps a measured width at
+        # the container's), and a known height is never re-measured by rendering.
+        body.styles.width = view.width if view.width is not None else "1fr"
+        body.styles.height = view.height
+        body.update(view.renderable)
+        if view.first_mark is not None:
             # Bring the first rule violation into view: it is why the candidate was rejected.
-            first = next((i for i, t in enumerate(renderable.renderables)
-                          if isinstance(t, Text) and t.style == MARK), None)
-            if first is not None:
-                self.call_after_refresh(self.scroll_to, y=max(0, first - 4), animate=False)
-        else:
-            body.styles.width = "1fr"
-        body.update(renderable)
+            self.call_after_refresh(self.scroll_to, y=max(0, view.first_mark - 4), animate=False)
 
     def on_mount(self) -> None:
         self._render_body()

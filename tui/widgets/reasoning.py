@@ -7,6 +7,9 @@ last few turns stay on screen; the full transcript is in the session journal.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from rich.markdown import Markdown as RichMarkdown
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
@@ -15,14 +18,35 @@ from textual.widgets.markdown import MarkdownStream
 from tui.state import Block, RunState, Turn
 
 
+SEAL_CHARS = 3000  # a live Markdown widget longer than this is frozen into one Static
+
+
+@dataclass
+class BlockView:
+    """A block on screen: frozen parts (one Static each) and the live Markdown tail."""
+
+    live: Markdown
+    stream: MarkdownStream | None = None
+    live_start: int = 0  # where in block.text the live widget starts
+    done: int = 0  # characters of block.text written so far
+    sealed: list[Widget] = field(default_factory=list)
+
+
+def seal_point(text: str, start: int, end: int) -> int | None:
+    """A paragraph break in text[start:end] to freeze up to, outside any code fence."""
+    cut = text.rfind("\n\n", start, end)
+    if cut <= start or cut - start < SEAL_CHARS // 2 or text.count("```", start, cut) % 2:
+        return None
+    return cut + 2
+
+
 class ReasoningPane(VerticalScroll):
     DEFAULT_CLASSES = "pane"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "reasoning"
-        # id(block) -> (widget, stream or None, characters already written)
-        self._blocks: dict[int, tuple[Widget, MarkdownStream | None, int]] = {}
+        self._blocks: dict[int, BlockView] = {}
         self._turns: dict[int, Widget] = {}  # id(turn) -> its header
         self._pruned_shown = -1
 
@@ -34,10 +58,10 @@ class ReasoningPane(VerticalScroll):
         live_turns = {id(t) for t in state.turns}
         live_blocks = {id(b) for t in state.turns for b in t.blocks}
         for key in [k for k in self._blocks if k not in live_blocks]:
-            widget, stream, _ = self._blocks.pop(key)
-            if stream is not None:
-                await stream.stop()
-            await widget.remove()
+            view = self._blocks.pop(key)
+            if view.stream is not None:
+                await view.stream.stop()
+            await self.remove_children(view.sealed + [view.live])
         for key in [k for k in self._turns if k not in live_turns]:
             await self._turns.pop(key).remove()
         if state.pruned_turns != self._pruned_shown:
@@ -52,10 +76,9 @@ class ReasoningPane(VerticalScroll):
                 self._turns[id(turn)] = header
                 new.append(header)
             for block in turn.blocks:
-                entry = self._blocks.get(id(block))
-                if entry is None:
+                if id(block) not in self._blocks:
                     widget = self._widget_for(block)
-                    self._blocks[id(block)] = (widget, None, 0)
+                    self._blocks[id(block)] = BlockView(widget)
                     new.append(widget)
         if new:
             await self.mount_all(new)
@@ -69,26 +92,46 @@ class ReasoningPane(VerticalScroll):
         await self.mount(Static(f"{n} earlier iteration(s) hidden: the session journal has them all",
                                 classes="pruned"), before=0 if self.children else None)
 
-    def _widget_for(self, block: Block) -> Widget:
+    def _widget_for(self, block: Block) -> Markdown:
         if block.kind == "note":
             return Markdown(block.text, classes=f"note -{block.level}")
         return Markdown("", classes=f"stream -{block.kind}")
 
     async def _write(self, block: Block) -> None:
-        widget, stream, done = self._blocks[id(block)]
-        if block.kind == "note" or len(block.text) == done:
+        view = self._blocks[id(block)]
+        if block.kind == "note" or len(block.text) == view.done:
             return
-        if stream is None:
-            stream = Markdown.get_stream(widget)  # type: ignore[arg-type]
-        await stream.write(block.text[done:])
-        self._blocks[id(block)] = (widget, stream, len(block.text))
+        if view.stream is None:
+            view.stream = Markdown.get_stream(view.live)
+        await view.stream.write(block.text[view.done:])
+        view.done = len(block.text)
+        if view.done - view.live_start > SEAL_CHARS:
+            await self._seal(view, block.text, block.kind)
+
+    async def _seal(self, view: BlockView, text: str, kind: str) -> None:
+        """Freeze the live widget's older paragraphs into one Static: a Markdown widget holds a
+        child widget per paragraph, and frame time grows with their number (measured with
+        bench/tui_latency.py), so a long turn would slow every keystroke."""
+        cut = seal_point(text, view.live_start, view.done)
+        if cut is None:
+            return
+        if view.stream is not None:
+            await view.stream.stop()
+            view.stream = None
+        frozen = Static(RichMarkdown(text[view.live_start:cut], code_theme="monokai"),
+                        classes=f"sealed -{kind}")
+        frozen.source = text[view.live_start:cut]  # type: ignore[attr-defined]  # for tests
+        view.sealed.append(frozen)
+        await self.mount(frozen, before=view.live)
+        await view.live.update(text[cut:view.done])
+        view.live_start = cut
 
     async def flush(self) -> None:
         """Stop the streams so that all written text is rendered (tests, snapshots, quitting)."""
-        for key, (widget, stream, done) in list(self._blocks.items()):
-            if stream is not None:
-                await stream.stop()
-                self._blocks[key] = (widget, None, done)
+        for view in self._blocks.values():
+            if view.stream is not None:
+                await view.stream.stop()
+                view.stream = None
 
 
 def turn_text(turn: Turn) -> str:
