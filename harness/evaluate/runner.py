@@ -399,6 +399,15 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
     run.stage = "import"
     child = ChildProcess(task, on_gpu, opts)
     timing_ok = on_gpu and opts.time
+    # Wall seconds per phase in the verdict: where an evaluation's time goes, on any machine.
+    phases: dict[str, float] = v.setdefault("phases_s", {})
+    last = [time.monotonic()]
+
+    def mark(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = round(phases.get(name, 0.0) + now - last[0], 3)
+        last[0] = now
+
     try:
         try:
             hello = child.start(opts.import_timeout_s)
@@ -410,7 +419,9 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
             run.output = child.output()
             run.reject("import", "setup-failed", f"{hello.get('error')}\n{hello.get('traceback', '')}".strip())
             return False
+        mark("spawn")
         dev, _ = child.request({"op": "device"}, opts.import_timeout_s)
+        mark("device")
         v["device"] = dev.get("name", v["device"])
         v["device_info"] = {k: dev[k] for k in dev if k != "ok"}
         baseline: dict[str, float] = {}
@@ -423,6 +434,7 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
                 timing_ok = False
             else:
                 baseline = correctness.incumbent_baseline(child, task, shapes, dev, secret, opts)
+            mark("incumbent_alone")
         r, _ = child.request({"op": "import", "role": "candidate", "path": str(candidate)}, opts.import_timeout_s)
         if not r.get("ok"):
             run.output = child.output()
@@ -433,12 +445,15 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
             run.reject("guard", "harness-patched", "importing the candidate replaced functions the harness relies "
                                                    "on: " + ", ".join(r["patched"][:8]))
         run.stage = "done"
+        mark("import")
         ok = correctness.check_all(run, child, task, ref_mod, shapes, on_gpu, opts, secret)
+        mark("correctness")
         if ok and timing_ok and not run.reasons:
             from harness.evaluate import timing_stage
 
             timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
                                     candidate, incumbent)
+            mark("timing")
             return True
         return False
     except ChildFailed as e:
