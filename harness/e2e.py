@@ -38,22 +38,9 @@ class GraphCaptureError(E2EError):
 
 
 def _import_file(path: Path, name: str) -> ModuleType:
-    """Like harness.tasks.load_module, but registered in sys.modules while it runs: dataclasses
-    (and pickling) in a workload module look their module up there."""
-    import importlib.util
-    import sys
+    from harness.tasks import load_module  # registers the module in sys.modules while it runs
 
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{path}: not a Python module")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return mod
+    return load_module(path, name)
 
 
 def load_workload_module(task: Task) -> ModuleType:
