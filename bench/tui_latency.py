@@ -84,7 +84,7 @@ async def measure(args: argparse.Namespace) -> dict:
     from harness import events as ev
 
     w, h = (int(x) for x in args.size.split("x"))
-    stream_s = args.presses * 0.2 + 10
+    stream_s = args.presses * 0.5 + 20  # outlasts the presses even when frames are slow
     tmp = Path(tempfile.mkdtemp(prefix="tui-latency-"))
     script = write_script(tmp / "script", int(stream_s * args.tokens_per_s * 4))
     app = make_app(tmp, script_dir=script, auto=True, iterations=2, chunk_chars=10**9,
@@ -146,7 +146,8 @@ def main() -> int:
     r = asyncio.run(measure(args))
     lat = sorted(r["latencies_ms"])
     p95 = lat[max(0, int(round(0.95 * len(lat))) - 1)]
-    print(f"terminal {args.size}, textual headless driver, {os.cpu_count()} CPUs")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"terminal {args.size}, textual headless driver, {os.cpu_count()} CPUs, load average {load:.1f}")
     print(f"startup to first frame: {r['first_frame_ms']:.0f} ms (from interpreter start, imports included)")
     print(f"streaming while measuring: {r['tokens_per_s']:.0f} tokens/s received by the UI "
           f"(asked {args.tokens_per_s:.0f}){'' if r['still_streaming'] else ' (stream ended early)'}")
