@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable

@@ -216,7 +216,28 @@ class Loop:
                     f"{p['id']}@{p['version']}#{p['sha256'][:8]}" for p in packs)), journal=False)
                 self._last_packs = packs
             self.session.record({"kind": "PromptPacks", "iteration": it, "packs": packs})
-        proposal, reasoning = None, []
+        proposal, stop = self.stream_proposal(it, ctx)
+        if stop is not None:
+            self.iteration = it - 1
+            return stop
+        if proposal is None:
+            self.history.append(Attempt(it, "(no candidate)", "no-candidate"))
+            return None
+        commit = ws.commit_candidate(proposal.source, it, proposal.description)
+        self.emit(ev.CandidateProposed(it, commit, proposal.description,
+                                       unified_diff(incumbent_source, proposal.source), proposal.source,
+                                       self.agent.name, self.agent.model, incumbent_commit))
+        # meta (e.g. the tuner's config) must survive a resume: journal it beside the proposal.
+        self.session.record({"kind": "ProposalMeta", "iteration": it, "meta": proposal.meta})
+        self._evaluate_and_decide(it, commit, proposal.description, proposal.meta, None)
+        return None
+
+    def stream_proposal(self, it: int, ctx: ProposalContext) -> tuple[Proposal | None, str | None]:
+        """Run one propose() stream into events. Returns (proposal or None, reason to stop or None).
+
+        Streamed chunks go to the screen only; the journal gets the whole reasoning text once.
+        """
+        proposal, reasoning, stop = None, [], None
         for item in self.agent.propose(ctx):
             if isinstance(item, ReasoningChunk):
                 reasoning.append(item.text)
@@ -231,25 +252,14 @@ class Loop:
                 proposal = item
             elif isinstance(item, Exhausted):
                 self.emit(ev.AgentNotice(it, "error" if item.fatal else "info", item.reason))
-                self.iteration = it - 1
-                return item.reason
+                stop = item.reason
+                break
             if self.cancel.is_set():
-                self.iteration = it - 1
-                return "stopped"
-        # Streamed chunks go to the screen only; the journal gets the whole text once.
+                stop = "stopped"
+                break
         if reasoning:
             self.session.record(ev.Reasoning(it, "".join(reasoning)).to_dict())
-        if proposal is None:
-            self.history.append(Attempt(it, "(no candidate)", "no-candidate"))
-            return None
-        commit = ws.commit_candidate(proposal.source, it, proposal.description)
-        self.emit(ev.CandidateProposed(it, commit, proposal.description,
-                                       unified_diff(incumbent_source, proposal.source), proposal.source,
-                                       self.agent.name, self.agent.model, incumbent_commit))
-        # meta (e.g. the tuner's config) must survive a resume: journal it beside the proposal.
-        self.session.record({"kind": "ProposalMeta", "iteration": it, "meta": proposal.meta})
-        self._evaluate_and_decide(it, commit, proposal.description, proposal.meta, None)
-        return None
+        return (None if stop else proposal), stop
 
     def _evaluate_and_decide(self, it: int, commit: str, description: str, meta: dict,
                              verdict: dict | None) -> None:

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness import events as ev
-from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext, ReasoningChunk,
-                                 UsageReport)
+from harness.agents.base import (Agent, Attempt, Proposal, ProposalContext)
 from harness.evaluate.backends import EvalJob, WorkerSet, evaluate_fn, options_dict
 from harness.loop import Decider, Loop
 from harness.session import Session
@@ -243,30 +242,13 @@ class ParallelLoop(Loop):
     def _ask_agent(self, slot: InFlight, ctx: ProposalContext) -> Proposal | None:
         """Stream one proposal from the agent; None when it gave none (slot state says why)."""
         it = slot.iteration
-        proposal, reasoning = None, []
-        for item in self.agent.propose(ctx):
-            if isinstance(item, ReasoningChunk):
-                reasoning.append(item.text)
-                self.emit(ev.Reasoning(it, item.text, item.channel), journal=False)
-            elif isinstance(item, UsageReport):
-                self.emit(ev.Usage(it, item.input_tokens, item.output_tokens, item.cached_tokens,
-                                   item.reasoning_tokens, item.cost_usd,
-                                   getattr(self.budget, "spent_usd", 0.0) or 0.0))
-            elif isinstance(item, Notice):
-                self.emit(ev.AgentNotice(it, item.level, item.message))
-            elif isinstance(item, Proposal):
-                proposal = item
-            elif isinstance(item, Exhausted):
-                self.emit(ev.AgentNotice(it, "error" if item.fatal else "info", item.reason))
+        proposal, stop = self.stream_proposal(it, ctx)
+        if stop is not None:
+            if stop != "stopped":
                 with self._cv:
-                    self._stop_reason = self._stop_reason or item.reason
-                slot.state = "void"
-                return None
-            if self.cancel.is_set():
-                slot.state = "void"
-                return None
-        if reasoning:
-            self.session.record(ev.Reasoning(it, "".join(reasoning)).to_dict())
+                    self._stop_reason = self._stop_reason or stop
+            slot.state = "void"
+            return None
         if proposal is None:
             slot.state = "no-candidate"
         return proposal

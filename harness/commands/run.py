@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from harness import events as ev
 from harness.tasks import TaskError, load_task
 
 

@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 import time
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 

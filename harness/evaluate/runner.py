@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.evaluate import verdict as vd
 from harness.evaluate.channel import ChannelError, Endpoint, Forged
-from harness.tasks import Shape, Task, compare
+from harness.tasks import Shape, Task
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000

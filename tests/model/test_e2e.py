@@ -3,7 +3,6 @@ verdict it turns into, graph-capture failures, and stacking two tasks' real kern
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
 import torch

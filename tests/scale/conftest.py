@@ -5,7 +5,6 @@ interpreter, which keeps several-worker batches inside the suite's time budget o
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path

@@ -1,5 +1,4 @@
 """Workspace keeps every candidate on its own ref; the journal survives torn writes."""
-import json
 
 from harness.journal import Journal, results_rows, write_results_tsv
 from harness.workspace import Workspace, unified_diff

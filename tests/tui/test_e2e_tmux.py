@@ -48,7 +48,7 @@ def test_keep_in_tmux(tmp_path: Path):
     if not WARPSMITH.exists():
         pytest.skip(f"{WARPSMITH} missing: pip install -e . first")
     sock = f"warpsmith-e2e-{os.getpid()}"
-    env = f"TERM=screen-256color TRITON_INTERPRET=1 WARPSMITH_BELL=0"
+    env = "TERM=screen-256color TRITON_INTERPRET=1 WARPSMITH_BELL=0"
     cmd = f"cd {tmp_path} && env {env} {WARPSMITH} run softmax --iterations 3"
     started = tmux(sock, "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "48", cmd)
     assert started.returncode == 0, started.stderr
