@@ -88,7 +88,9 @@ def journal_events(session: Session) -> tuple[list[ev.Event], str | None]:
 
 
 class WarpsmithApp(App[int]):
-    CSS_PATH = Path(__file__).with_name("app.tcss")
+    # Widgets can't carry a CSS_PATH of their own: each widget's .tcss sits beside it, loaded here.
+    CSS_PATH = [Path(__file__).with_name("app.tcss"),
+                *sorted((Path(__file__).parent / "widgets").glob("*.tcss"))]
     TITLE = "warpsmith"
 
     def __init__(self, task: Task, session: Session, cfg: RunConfig, *,
