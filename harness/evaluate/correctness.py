@@ -30,12 +30,25 @@ def _clone(xs: Any) -> list:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int) -> tuple[list, Any]:
+def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool = False) -> tuple[list, Any]:
+    """Inputs (always made on the CPU, bit-identical to the child's) and the expected output.
+
+    On a GPU box the reference runs on the GPU and the expected output stays there, so the
+    comparison runs there too: a CPU reference and comparison of a 128k-column shape took tens of
+    seconds per call, most of an evaluation. A custom `compare` of the task gets CPU tensors, as
+    it was written for; so does everything when the GPU reference fails (e.g. out of memory).
+    """
     import torch
 
     dt = getattr(torch, task.dtypes[0])
     xs = ref_mod.make_inputs(shape.dims, dt, seed, "cpu")
     xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
+    if on_gpu and not callable(getattr(ref_mod, "compare", None)) and torch.cuda.is_available():
+        try:
+            exp = ref_mod.reference(*[x.to("cuda") if isinstance(x, torch.Tensor) else x for x in _clone(xs)])
+            return xs, exp
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
     exp = ref_mod.reference(*_clone(xs))
     return xs, exp
 
@@ -147,7 +160,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
 
     # 1 and 2: the poison pair
     sa = seed_of("a")
-    xs, exp = _make(ref_mod, task, shape, sa)
+    xs, exp = _make(ref_mod, task, shape, sa, on_gpu)
     nb = _nbytes(exp)
     r1, o1 = call({"seed": sa, "poison": 1, "out_nbytes": nb})
     out1 = judge(r1, o1, xs, exp, "output")
@@ -175,14 +188,14 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     # 2b: fresh values of the same shape: a result cached by shape, pointer or id is now stale
     if r1.get("ok"):
         sf = seed_of("f")
-        xf, expf = _make(ref_mod, task, shape, sf)
+        xf, expf = _make(ref_mod, task, shape, sf, on_gpu)
         rf, of = call({"seed": sf, "poison": 1, "out_nbytes": nb})
         judge(rf, of, xf, expf, "output (fresh inputs)")
 
     # 3: ghost replay: the output must depend on the DSL's kernels
     if r1.get("ok") and r1.get("launches", 0) > 0:
         sb = seed_of("b")
-        xb, expb = _make(ref_mod, task, shape, sb)
+        xb, expb = _make(ref_mod, task, shape, sb, on_gpu)
         rg, og = call({"seed": sb, "poison": 1, "out_nbytes": nb, "ghost": True})
         if rg.get("ok") and len(og) == rg.get("n_out", 1):
             if compare(task, ref_mod, _as_out(og, rg["n_out"]), expb, tuple(xb), dtype) is None:
@@ -194,7 +207,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     # 4: CUDA graph capture and replay with new inputs
     if on_gpu and task.cuda_graphs:
         sc, sd = seed_of("c"), seed_of("d")
-        xd, expd = _make(ref_mod, task, shape, sd)
+        xd, expd = _make(ref_mod, task, shape, sd, on_gpu)
         rc, oc = call({"seed": sc, "graph": True, "graph_seed": sd})
         if not rc.get("ok"):
             run.reject("guard", "cuda-graph-capturable",
