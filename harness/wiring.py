@@ -163,8 +163,19 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                 loop.emit(ev.AgentNotice(ctx.iteration, "warning", f"pack selection unchanged: {e}"))
         p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
                          last_feedback(ctx.history))
-        return p.system, p.user, p.packs
+        user = p.user
+        if on_gpu:
+            # Where the incumbent's time goes, measured once per incumbent (cached by its hash).
+            from harness.profile import cached_profile, prompt_section
 
+            inc = session.work / "incumbent_for_profile.py"
+            inc.write_text(ctx.incumbent_source)
+            prof = cached_profile(task, inc, session.work / "profiles")
+            if "error" not in prof:
+                user += "\n\n" + prompt_section(prof)
+        return p.system, user, p.packs
+
+    on_gpu = device_label() != "cpu (Triton interpreter)"
     loop.prompt_builder = prompt_builder
     watcher.start()
     loop.closers.append(watcher.stop)
