@@ -74,12 +74,16 @@ def geomean(values: list[float], weights: list[float]) -> float | None:
 
 
 def weighted_band(bands: list[float], weights: list[float]) -> float | None:
-    """Band of a weighted geomean: bands combine like independent errors (root of weighted squares)."""
+    """Band of a weighted geomean: the weighted mean of the shapes' bands.
+
+    Not the root of weighted squares: that assumes the shapes' errors are independent, but drift
+    (clocks, temperature, a neighbour on the box) moves every shape of one run together, and the
+    smaller band let the A/A benchmark keep a kernel against itself (1 in 50 trials)."""
     pairs = [(b, w) for b, w in zip(bands, weights) if b is not None and not math.isnan(b)]
     if not pairs:
         return None
     tw = sum(w for _, w in pairs)
-    return max(math.sqrt(sum((w / tw) ** 2 * b * b for b, w in pairs)), NOISE_FLOOR_PCT)
+    return max(sum(w / tw * b for b, w in pairs), NOISE_FLOOR_PCT)
 
 
 def recommend(*, correct: bool, guards_ok: bool, timing_available: bool, geomean_speedup: float | None,
