@@ -211,6 +211,32 @@ class WarpsmithApp(App[int]):
             "journalled as an override.", "keep it (override)", self.decider.key_guard_s, self.clock),
             answered)
 
+    def keep_buckets(self) -> None:
+        """Keep the candidate for the task's buckets it wins, and revert it everywhere else."""
+        from harness.dispatch import bucket_results
+
+        verdict = self.decider.check_revert()  # same rules as any decision key: waiting, not too soon
+        if not verdict.accepted:
+            self.notify(verdict.message, severity="warning")
+            return
+        req = self.decider.pending
+        assert req is not None
+        if not self.task_.buckets:
+            self.notify(f"{self.task_.name} declares no [[buckets]] in its task.toml", severity="warning")
+            return
+        if not req.can_keep:
+            self.notify("cannot keep: the candidate failed a correctness check, a guard or a rule",
+                        severity="warning")
+            return
+        results = bucket_results(self.task_, req.verdict)
+        wins = [r.bucket for r in results if r.wins]
+        if not wins:
+            self.notify("it wins no bucket: " + "; ".join(f"{r.bucket}: {r.reason}" for r in results),
+                        severity="warning")
+            return
+        self._send(DecisionReply("revert", "human", f"kept for the {', '.join(wins)} bucket(s) only",
+                                 buckets=wins))
+
     def revert(self) -> None:
         verdict = self.decider.check_revert()
         if not verdict.accepted:

@@ -379,3 +379,23 @@ async def test_long_reasoning_is_frozen_in_parts_and_nothing_is_lost(tmp_path: P
         live = [m for m in pane.query(Markdown).filter(".stream")]
         assert "".join(s.source for s in sealed) + live[0].source == long_text
         await pilot.press("q")
+
+
+async def test_K_keeps_for_the_winning_buckets_only(tmp_path: Path):
+    from tui.testing import softmax_task, verdict
+
+    task = softmax_task()
+    v = verdict(task, timing=True, speedup=0.9)  # slower overall: the harness recommends revert
+    short = next(s for s in v["shapes"] if s["name"] == "many short rows")
+    short.update(speedup=1.3, candidate_us=short["incumbent_us"] / 1.3)
+    app = make_app(tmp_path, verdicts=[v], iterations=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await decide(pilot, app, "K", 1)
+        d = decisions(app)[0]
+        assert d["action"] == "revert" and "short" in d["reason"]
+        keeps = journal_kinds(app, "BucketKeep")
+        assert [k["buckets"] for k in keeps] == [["short"]]
+        refs = app.session.workspace.refs("refs/")
+        assert any(r.startswith("refs/buckets/") for r in refs)
+        assert app.session.workspace.best != d["commit"]  # best did not move
+        await pilot.press("q")

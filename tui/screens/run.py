@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tui.app import WarpsmithApp
 
 NARROW_BELOW = 120  # columns: three readable panes need about 40 each
-DECISION_ACTIONS = {"keep", "revert", "revert_reason"}
+DECISION_ACTIONS = {"keep", "revert", "revert_reason", "keep_buckets"}
 
 
 class RunScreen(Screen[None]):
@@ -34,6 +34,7 @@ class RunScreen(Screen[None]):
     AUTO_FOCUS = "#reasoning"
     BINDINGS = [
         Binding("k", "keep", "keep"),
+        Binding("K", "keep_buckets", "keep buckets"),
         Binding("r", "revert", "revert"),
         Binding("R", "revert_reason", "revert+why"),
         Binding("i", "ideas", "ideas"),
@@ -133,6 +134,8 @@ class RunScreen(Screen[None]):
 
     # -- bindings -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "keep_buckets" and not self.wapp.task_.buckets:
+            return False  # hidden: the task declares no [[buckets]]
         if action in DECISION_ACTIONS:
             return self.wapp.decider.pending is not None and not self.wapp.decision_sent
         if action == "tab":
@@ -141,6 +144,9 @@ class RunScreen(Screen[None]):
 
     def action_keep(self) -> None:
         self.wapp.keep()
+
+    def action_keep_buckets(self) -> None:
+        self.wapp.keep_buckets()
 
     def action_revert(self) -> None:
         self.wapp.revert()
