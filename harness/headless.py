@@ -87,8 +87,8 @@ class Printer:
 class StdinDecider:
     """Asks y/n on the terminal. Keeping against the recommendation needs a second 'yes'."""
 
-    def __init__(self, inp: TextIO = sys.stdin, out: TextIO = sys.stdout):
-        self.inp, self.out = inp, out
+    def __init__(self, inp: TextIO = sys.stdin, out: TextIO = sys.stdout, task=None):
+        self.inp, self.out, self.task = inp, out, task  # task: for 'b' (keep for winning buckets)
 
     def _ask(self, question: str) -> str:
         self.out.write(question)
@@ -100,9 +100,21 @@ class StdinDecider:
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
         default = "y" if request.action == "keep" else "n"
+        buckets = bool(self.task is not None and self.task.buckets and request.can_keep)
         while True:
-            ans = self._ask(f"  keep candidate {request.iteration}? [y/n, default {default}, "
-                            f"or 'n: reason'] ") or default
+            ans = self._ask(f"  keep candidate {request.iteration}? [y/n{'/b' if buckets else ''}, default "
+                            f"{default}, or 'n: reason'{'; b: keep for the buckets it wins' if buckets else ''}] ") \
+                or default
+            if ans.startswith("b") and buckets:
+                from harness.dispatch import bucket_results
+
+                results = bucket_results(self.task, request.verdict)
+                wins = [r.bucket for r in results if r.wins]
+                if not wins:
+                    self.out.write("  it wins no bucket: " + "; ".join(f"{r.bucket}: {r.reason}" for r in results) + "\n")
+                    continue
+                return DecisionReply("revert", "human", f"kept for the {', '.join(wins)} bucket(s) only",
+                                     buckets=wins)
             if ans.startswith("n"):
                 return DecisionReply("revert", "human", ans.partition(":")[2].strip())
             if ans.startswith("y"):

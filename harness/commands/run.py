@@ -58,7 +58,7 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     from harness.wiring import build_loop
 
     printer = Printer(show_reasoning=not cfg.quiet)
-    decider = AutoDecider() if cfg.auto else StdinDecider()
+    decider = AutoDecider() if cfg.auto else StdinDecider(task=task)
     if cfg.keep_buckets == "auto":
         from harness.dispatch import KeepBucketsDecider
         decider = KeepBucketsDecider(decider, task)

@@ -118,3 +118,22 @@ def test_a_keep_journalled_before_a_kill_is_finished_on_resume(tmp_path):
     assert s.workspace.best != cand  # killed before the ref moved
     Loop(Session.open(s.id, base=tmp_path), TASK, TunerAgent(), Scripted(), lambda *a: verdict(), max_iterations=1)
     assert s.workspace.best == cand
+
+
+def test_stdin_b_keeps_for_winning_buckets_only(tmp_path):
+    import io
+
+    from harness.headless import StdinDecider
+
+    v = verdict(action="revert")
+    v["timing_available"] = True
+    v["shapes"] = [  # softmax buckets: short [1,1025), mid [1025,16385), long [16385, inf)
+        {"name": "many short rows", "correct": True, "speedup": 1.4, "candidate_us": 50.0, "incumbent_us": 70.0},
+        {"name": "4k x 4k", "correct": True, "speedup": 0.8, "candidate_us": 50.0, "incumbent_us": 40.0},
+    ]
+    s = new_session(tmp_path)
+    decider = StdinDecider(io.StringIO("b\n"), io.StringIO(), task=TASK)
+    Loop(s, TASK, TunerAgent(), decider, lambda *a: v, max_iterations=1).run()
+    keeps = [r for r in s.journal.read() if r["kind"] == "BucketKeep"]
+    assert [k["buckets"] for k in keeps] == [["short"]]
+    assert s.workspace.best != s.workspace.candidate_ref(1)
