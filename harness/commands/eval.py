@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -22,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-time", action="store_true", help="skip timing even on a GPU")
     p.add_argument("--cpu", action="store_true", help="run in Triton's interpreter even if a GPU is present")
     p.add_argument("--samples", type=int, default=40, help="timed samples per side per shape (default 40)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="limit for one call of the entry on one shape (default 600); a call that runs "
+                        "longer is killed and the candidate rejected")
     p.set_defaults(func=run)
 
 
@@ -29,32 +33,109 @@ def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
-def print_table(v: dict, out=sys.stdout) -> None:
+_SHAPE_TAG = re.compile(r"^\[([^\]]+)\] ")
+_LINE_SUFFIX = re.compile(r" \(line (\d+)\)$")
+
+
+def _where_in_candidate(message: str, candidate: str) -> str:
+    """The last traceback frame inside the candidate file, as 'file:line: code', or ''.
+    A traceback's first lines are the harness's own frames; the person needs their own line."""
+    if not candidate:
+        return ""
+    lines = message.splitlines()
+    found = ""
+    for i, line in enumerate(lines):
+        m = re.match(r'\s*File "(.+)", line (\d+)', line)
+        if m and Path(m.group(1)).name == Path(candidate).name:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            found = f"{_short(m.group(1))}:{m.group(2)}" + (f": {code}" if code else "")
+    return found
+
+
+def _short(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
+
+
+def _reason_lines(v: dict) -> list[str]:
+    """One line per distinct problem: the same failure on several shapes is said once, with the
+    shapes listed; a static violation is located as file:line; a crash points at the candidate's line."""
+    cand = v.get("candidate") or ""
+    merged: dict[tuple[str, str], list[str]] = {}
+    extra: dict[tuple[str, str], str] = {}
+    for r in v["reasons"]:
+        first = (r["message"].splitlines() or [""])[0]
+        m = _SHAPE_TAG.match(first)
+        shape = m.group(1) if m else ""
+        text = first[m.end():] if m else first
+        if r["rule"].startswith("static:"):
+            lm = _LINE_SUFFIX.search(text)
+            if lm and cand:
+                text = f"{_short(cand)}:{lm.group(1)}: {text[:lm.start()]}"
+        key = (r["rule"], text)
+        merged.setdefault(key, [])
+        if shape:
+            merged[key].append(shape)
+        where = _where_in_candidate(r["message"], cand)
+        if where:
+            extra.setdefault(key, where)
+        if r["rule"] == "timeout":
+            stuck = [s["name"] for s in v["shapes"] if s.get("error") and not str(s["error"]).startswith("not run")]
+            if stuck:
+                merged[key].append(stuck[0])
+            extra[key] = ("the entry did not return: look for a loop that never ends (in Python or in the "
+                          "kernel); if the candidate is only slow, raise the limit with --timeout SECONDS")
+    out = []
+    for (rule, text), shapes in merged.items():
+        on = f"[{', '.join(dict.fromkeys(shapes))}] " if shapes else ""
+        out.append(f"  ✗ {rule}: {on}{text}")
+        if (rule, text) in extra:
+            out.append(f"      {extra[(rule, text)]}")
+    return out
+
+
+def print_table(v: dict, out=None) -> None:
+    out = out or sys.stdout  # looked up per call: a default bound at import misses redirections
     status = "ACCEPTED" if v["accepted"] else f"REJECTED at {v['stage']}"
     print(f"{v['task']}: {status}  ({v['device']}, {v['wall_s']:.1f} s)", file=out)
-    rows = [("shape", "ok", "cand µs", "inc µs", "speedup", "±%", "roofline%", "graph µs")]
-    for s in v["shapes"]:
-        rows.append((s["name"], "yes" if s["correct"] else "NO", _fmt(s["candidate_us"], ".1f"),
-                     _fmt(s["incumbent_us"], ".1f"), _fmt(s["speedup"], ".3f"), _fmt(s["noise_pct"], ".1f"),
-                     _fmt(s["roofline_pct"], ".0f"), _fmt(s["candidate_graph_us"], ".1f")))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))),
-              file=out)
-    if v["geomean_speedup"] is not None:
-        print(f"  geomean speedup {v['geomean_speedup']:.3f}x (noise band ±{v['noise_band_pct']:.1f}%)", file=out)
-    elif not v["timing_available"]:
-        print("  timing unavailable (no GPU): correctness and guards only", file=out)
-    for r in v["reasons"]:
-        first, *rest = r["message"].splitlines() or [""]
-        print(f"  ✗ {r['rule']}: {first}", file=out)
+    if v["shapes"]:  # a candidate stopped before any shape ran has no table to show
+        rows = [("shape", "ok", "cand µs", "inc µs", "speedup", "±%", "roofline%", "graph µs")]
+        for s in v["shapes"]:
+            rows.append((s["name"], "yes" if s["correct"] else "NO", _fmt(s["candidate_us"], ".1f"),
+                         _fmt(s["incumbent_us"], ".1f"), _fmt(s["speedup"], ".3f"), _fmt(s["noise_pct"], ".1f"),
+                         _fmt(s["roofline_pct"], ".0f"), _fmt(s["candidate_graph_us"], ".1f")))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))),
+                  file=out)
+        if v["geomean_speedup"] is not None:
+            print(f"  geomean speedup {v['geomean_speedup']:.3f}x (noise band ±{v['noise_band_pct']:.1f}%)", file=out)
+        elif not v["timing_available"]:
+            print("  timing unavailable (no GPU): correctness and guards only", file=out)
+    for line in _reason_lines(v):
+        print(line, file=out)
     for n in v.get("notes", []):
         print(f"  note: {n}", file=out)
     rec = v["recommendation"]
-    print(f"  recommendation: {rec['action']} — {rec['reason']}", file=out)
+    if v["reasons"]:  # the reasons are listed just above; don't print the first one a second time
+        print(f"  recommendation: {rec['action']}", file=out)
+    else:
+        print(f"  recommendation: {rec['action']} — {rec['reason']}", file=out)
 
 
 def run(args: argparse.Namespace) -> int:
+    # Cheap checks of the arguments first: importing the evaluator (torch) takes seconds.
+    if not args.candidate.is_file():
+        print(f"warpsmith eval: {args.candidate}: no such file (give the candidate's .py path)", file=sys.stderr)
+        return 2
+    if args.incumbent is not None and not args.incumbent.is_file():
+        print(f"warpsmith eval: {args.incumbent}: no such file (--incumbent)", file=sys.stderr)
+        return 2
+    if args.timeout is not None and args.timeout <= 0:
+        print(f"warpsmith eval: --timeout {args.timeout:g}: must be a positive number of seconds", file=sys.stderr)
+        return 2
     from harness.evaluate import EvalOptions, evaluate
     from harness.tasks import TaskError, load_task
 
@@ -63,15 +144,24 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
-    if not args.candidate.is_file():
-        print(f"warpsmith eval: {args.candidate}: no such file (give the candidate's .py path)", file=sys.stderr)
-        return 2
-    if args.incumbent is not None and not args.incumbent.is_file():
-        print(f"warpsmith eval: {args.incumbent}: no such file (--incumbent)", file=sys.stderr)
-        return 2
+    if not args.no_static:
+        # A broken rules pack is bad input, not a verdict on the candidate: say which pack to fix.
+        try:
+            from harness.guard import RuleError, rules_for_task
+        except ImportError:
+            RuleError = None  # the evaluator itself reports a missing tree-sitter (fails closed)
+        if RuleError is not None:
+            try:
+                rules_for_task(task)
+            except RuleError as e:
+                print(f"warpsmith eval: {e}\n  fix that rules pack (`warpsmith packs validate PATH` checks it), "
+                      "or pass --no-static to evaluate without static checks, knowingly", file=sys.stderr)
+                return 2
     opts = EvalOptions(static=not args.no_static, time=not args.no_time, seed=args.seed, samples=args.samples,
                        shapes=[s.strip() for s in args.shapes.split(",") if s.strip()] if args.shapes else None,
                        on_gpu=False if args.cpu else None)
+    if args.timeout is not None:
+        opts.run_timeout_s = args.timeout
     try:
         v = evaluate(task, args.candidate, args.incumbent, opts)
     except TaskError as e:

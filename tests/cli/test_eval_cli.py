@@ -1,0 +1,102 @@
+"""`warpsmith eval` as a person uses it: fast bad-input errors, readable rejections, a bounded hang."""
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+from harness.cli import main
+from harness.commands.eval import print_table
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE = (ROOT / "kernels" / "softmax" / "kernel.py").read_text()
+
+
+def _verdict(**kw) -> dict:
+    v = {"accepted": False, "stage": "static", "task": "softmax", "device": "cpu (Triton interpreter)",
+         "wall_s": 0.1, "shapes": [], "geomean_speedup": None, "noise_band_pct": None, "timing_available": False,
+         "reasons": [], "notes": [], "candidate": "/tmp/x/cand.py",
+         "recommendation": {"action": "revert", "reason": "rejected: something"}}
+    v.update(kw)
+    return v
+
+
+def _shape(name: str, error: str | None = None) -> dict:
+    return {"name": name, "correct": error is None, "error": error, "candidate_us": None, "incumbent_us": None,
+            "speedup": None, "noise_pct": None, "roofline_pct": None, "candidate_graph_us": None}
+
+
+def _text(v: dict) -> str:
+    buf = io.StringIO()
+    print_table(v, buf)
+    return buf.getvalue()
+
+
+def test_missing_candidate_is_bad_input_and_fast(tmp_path, capsys):
+    t0 = time.perf_counter()
+    rc = main(["eval", "softmax", str(tmp_path / "nope.py")])
+    assert rc == 2
+    assert "nope.py: no such file" in capsys.readouterr().err
+    assert time.perf_counter() - t0 < 2.0  # answered before importing torch
+
+
+def test_static_rejection_has_no_empty_table_and_names_file_line():
+    out = _text(_verdict(reasons=[{"rule": "static:python-syntax",
+                                   "message": "The candidate is not valid Python: fix the syntax error here. (line 38)"}]))
+    assert "cand µs" not in out  # no shape ran: no header without rows
+    assert "cand.py:38: The candidate is not valid Python" in out
+    assert out.count("not valid Python") == 1  # not repeated by the recommendation line
+
+
+def test_same_crash_on_every_shape_is_said_once_with_the_candidates_line():
+    tb = ('the candidate raised: RuntimeError: boom\nTraceback (most recent call last):\n'
+          '  File "/work/main/harness/evaluate/child.py", line 116, in op_call\n    out = fn(*xs)\n'
+          '  File "/tmp/x/cand.py", line 43, in softmax\n    raise RuntimeError(\'boom\')\nRuntimeError: boom\n')
+    reasons = [{"rule": "crashed", "message": f"[{n}] {tb}"} for n in ("a", "b")]
+    out = _text(_verdict(stage="correctness", reasons=reasons,
+                         shapes=[_shape("a", "raised"), _shape("b", "raised")]))
+    assert "✗ crashed: [a, b] the candidate raised: RuntimeError: boom" in out
+    assert "cand.py:43: raise RuntimeError('boom')" in out
+    assert out.count("✗ crashed") == 1
+
+
+def test_timeout_names_the_shape_and_what_to_do():
+    out = _text(_verdict(stage="correctness",
+                         reasons=[{"rule": "timeout", "message": "no answer within 600 s (op call); the child was killed"}],
+                         shapes=[_shape("a"), _shape("b", "timeout: no answer"),
+                                 _shape("c", "not run: the child process failed earlier")]))
+    assert "✗ timeout: [b] no answer within 600 s" in out
+    assert "--timeout SECONDS" in out
+
+
+def test_broken_rules_pack_is_bad_input_naming_the_pack(tmp_path, monkeypatch, capsys):
+    cand = tmp_path / "cand.py"
+    cand.write_text(BASELINE)
+    pack = tmp_path / ".warpsmith" / "packs" / "reward-hacks"
+    pack.mkdir(parents=True)
+    (pack / "pack.toml").write_text('id = "reward-hacks"\nkind = "rules"\ntitle = "x"\nversion = "1.0.0"\n'
+                                    '[[rule]]\nid = "a"\nmessage = "m"\nquery = "(bad"\n')
+    monkeypatch.chdir(tmp_path)
+    rc = main(["eval", "softmax", str(cand)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "reward-hacks/pack.toml" in err and "packs validate" in err
+    assert "tree-sitter, tree-sitter-python" not in err  # not the misleading 'install dependencies' hint
+
+
+def test_bad_timeout_value_is_bad_input(tmp_path, capsys):
+    cand = tmp_path / "cand.py"
+    cand.write_text(BASELINE)
+    assert main(["eval", "softmax", str(cand), "--timeout", "0"]) == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+def test_a_hang_is_reported_within_the_timeout(tmp_path, capsys):
+    cand = tmp_path / "hang.py"
+    cand.write_text(BASELINE.replace("def softmax(x):\n", "def softmax(x):\n    while True:\n        pass\n"))
+    t0 = time.perf_counter()
+    rc = main(["eval", "softmax", str(cand), "--cpu", "--shapes", "short rows", "--timeout", "3"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "✗ timeout: [short rows]" in out and "--timeout SECONDS" in out
+    assert time.perf_counter() - t0 < 60
