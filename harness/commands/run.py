@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
+from pathlib import Path
 
 from harness.tasks import TaskError, load_task
 
@@ -32,12 +34,49 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
                    help="auto: keep a candidate that loses overall for the task's [[buckets]] where it wins")
 
 
+def check_agent_spec(spec: str) -> str | None:
+    """What is wrong with an agent spec that the agent itself would only find out later, or None.
+    A script folder that doesn't exist otherwise starts a session that replays nothing."""
+    name, _, arg = spec.partition(":")
+    if name == "script" and arg:
+        folder = Path(arg).expanduser()
+        if not folder.is_dir():
+            return f"--agent {spec!r}: {folder}: no such folder (script:DIR replays DIR/*.py)"
+        if not any(folder.glob("*.py")):
+            return f"--agent {spec!r}: {folder} has no .py files to replay"
+    return None
+
+
+def check_baseline(task) -> str | None:
+    """The task's kernel.py must parse and define the entry: otherwise every candidate the agent
+    derives from it is rejected, and the session is wasted. None when it does."""
+    path = task.baseline_path
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as e:
+        return f"{path}:{e.lineno}: the task's baseline is not valid Python ({e.msg}); fix it before running"
+    except (OSError, UnicodeDecodeError) as e:
+        return f"{path}: cannot read the task's baseline ({e})"
+    if not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == task.entry for n in tree.body):
+        return (f"{path}: the baseline defines no module-level `def {task.entry}(...)`, the entry that "
+                f"{task.toml_path} names; rename the function or fix `entry`")
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         task = load_task(args.task)
     except TaskError as e:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
+    for flag, value in (("--iterations", args.iterations), ("--proposals", args.proposals)):
+        if value < 1:
+            print(f"warpsmith: {flag} {value}: must be at least 1", file=sys.stderr)
+            return 2
+    for problem in (check_baseline(task), check_agent_spec(args.agent)):
+        if problem:
+            print(f"warpsmith: {problem}", file=sys.stderr)
+            return 2
     from harness.wiring import RunConfig, make_agent, start_session
 
     cfg = RunConfig.from_args(args)

@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     resume.add_argument("--headless", action="store_true")
     resume.add_argument("--auto", action="store_true", default=None)
     resume.add_argument("--iterations", type=int, default=None, help="new total iteration limit")
+    resume.add_argument("--quiet", action="store_true", default=None, help="headless: don't print the reasoning stream")
     resume.set_defaults(func=cmd_resume)
     export = ssub.add_parser("export", help="write the session's best kernel to a file")
     export.add_argument("id")
@@ -80,6 +81,8 @@ def cmd_resume(args) -> int:
         cfg.auto = args.auto
     if args.iterations is not None:
         cfg.iterations = args.iterations
+    if args.quiet is not None:
+        cfg.quiet = args.quiet
     if not args.headless:
         return open_tui(task, cfg, s.id)
     return run_headless(s, task, cfg, resumed=True)
