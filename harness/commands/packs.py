@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness.packs import (KINDS, ID_RE, Catalog, Pack, PackError, discover, find_pack_dirs, load_pack,
-                           user_packs_dir)
+                           project_packs_dir, user_packs_dir)
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_FORMAT = 1
@@ -129,7 +129,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps({
             "packs": [dict(p.provenance(), kind=p.kind, title=p.title,
                            shadows=[s.provenance() for s in cat.shadows(p.id)]) for p in cat.sorted()],
-            "errors": [str(e) for e in cat.errors]}, indent=2))
+            "errors": [str(e) for e in cat.errors],
+            "user_dir": str(user_packs_dir()), "project_dir": str(project_packs_dir())}, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -150,6 +151,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         con.print("no packs found; create one with `warpsmith packs new KIND ID`")
     for e in cat.errors:
         con.print(f"[red]refused:[/red] {e}", markup=True, highlight=False)
+    # Where a person's own packs go (`packs new` / `packs import` write to the first).
+    con.print(f"your packs: {user_packs_dir()}\nthis project's packs: {_short(project_packs_dir())}",
+              highlight=False, markup=False, soft_wrap=True)
     return 0
 
 
@@ -417,6 +421,10 @@ def _read_archive(path: Path) -> dict[str, bytes]:
     """Every regular file of the archive by its name, after refusing anything dangerous."""
     try:
         tar = tarfile.open(path, mode="r:*")
+    except tarfile.ReadError:
+        # tarfile's own message lists every compression it tried, over several lines.
+        raise ImportRefused(f"{path}: not a tar or tar.gz archive; give a file made by `warpsmith packs "
+                            "export` or a pack folder") from None
     except (tarfile.TarError, OSError) as e:
         raise ImportRefused(f"{path}: not a readable tar archive ({e})") from None
     out: dict[str, bytes] = {}
