@@ -42,6 +42,8 @@ class Child:
         self.counter = guards.LaunchCounter()
         self.counter.install()
         self._warm_up()
+        with guards.TorchComputeWatch():  # imports what the watch needs before the identity snapshot
+            torch.empty(1) + 1
         self.native_threads = guards.native_thread_count()
         from harness.evaluate import timing
 
@@ -51,6 +53,9 @@ class Child:
             "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
         })
         self.calls = 0
+        self.introspection = guards.IntrospectionWatch()
+        self.introspection.install()
+        self.previous_outputs: list[Any] = []  # the last correctness call's outputs (output-fresh)
 
     def _warm_up(self) -> None:
         """Start torch's own thread pools and CUDA context before counting threads."""
@@ -72,7 +77,17 @@ class Child:
             "reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
             "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
         })
-        return guards.changed_identities(self.snapshot, now)
+        # Methods replaced on the harness's own instances (an identity snapshot of classes misses them).
+        shadowed = [f"{type(o).__name__}.{k} (instance)" for o in (self.ep, self, self.counter)
+                    for k in guards.instance_overrides(o)]
+        return guards.changed_identities(self.snapshot, now) + shadowed
+
+    def introspected(self) -> list[dict]:
+        seen = self.introspection.take()
+        if not seen:
+            return []
+        return [{"rule": "no-introspection", "message": "candidate code reached into the running program: "
+                 + ", ".join(seen[:8]) + (f" (+{len(seen) - 8} more)" if len(seen) > 8 else "")}]
 
     def sync(self) -> None:
         if self.on_gpu:
@@ -83,6 +98,8 @@ class Child:
         from harness.tasks import load_module
 
         role, path = req["role"], req["path"]
+        self.introspection.watch_file(path)
+        threads_before = guards.live_threads()
         try:
             mod = load_module(Path(path), f"warpsmith_{role}")
         except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
@@ -93,7 +110,13 @@ class Child:
                     "error": f"{path} defines no callable {self.job['entry']!r} (the task's entry)"}, []
         self.modules[role], self.entries[role] = mod, fn
         patched = self.patched()
-        return {"ok": True, "patched": patched}, []
+        observed = self.introspected()
+        # A thread started at import outlives every call, so the per-call thread count never sees it.
+        new_threads = guards.live_threads() - threads_before
+        if new_threads:
+            observed.append({"rule": "no-threads", "message": f"importing {Path(path).name} left "
+                             f"{len(new_threads)} Python thread(s) running"})
+        return {"ok": True, "patched": patched, "observed": observed}, []
 
     def op_call(self, req: dict) -> tuple[dict, list]:
         """One call of an entry on fresh inputs; send back outputs and what the guards saw."""
@@ -108,12 +131,15 @@ class Child:
         self.counter.reset()
         self.counter.ghost = bool(req.get("ghost"))
         observed: list[dict] = []
+        watch = guards.TorchComputeWatch()
         self.sync()
         try:
             if req.get("graph"):
                 out = self.timing.graph_call(fn, xs, self.inputs(req["dims"], int(req["graph_seed"])))
             else:
-                out = fn(*xs)
+                # Correctness calls only: the watch costs host time, so timed calls run without it.
+                with watch:
+                    out = fn(*xs)
             stream_note = self._stream_check(out) if (self.on_gpu and not req.get("graph")) else None
             self.sync()
         except BaseException as e:  # noqa: BLE001
@@ -126,8 +152,19 @@ class Child:
         if stream_note:
             observed.append({"rule": "no-side-streams", "message": stream_note})
         if not req.get("graph"):
+            for msg in watch.findings():
+                observed.append({"rule": "torch-compute", "message": msg})
             for rule, msg in guards.check_outputs(outs, xs, self.device, type(out)):
                 observed.append({"rule": rule, "message": msg})
+            # An output sharing storage with the previous call's output (held alive here, so the
+            # allocator can't have handed the memory out again) is a buffer kept across calls:
+            # a caller still holding the earlier result would see it overwritten.
+            kept = [i for i, o in enumerate(outs) if type(o) is torch.Tensor and o.numel() and any(
+                p.numel() and guards.overlaps(o, p) for p in self.previous_outputs)]
+            if kept:
+                observed.append({"rule": "output-fresh", "message": f"output(s) {kept} share storage with the "
+                                 "previous call's output: allocate a new output in every call"})
+            self.previous_outputs = [o for o in outs if type(o) is torch.Tensor]
             changed = guards.inputs_unchanged(xs, saved)
             if changed:
                 observed.append({"rule": "inputs-unmodified",
@@ -154,6 +191,7 @@ class Child:
         if patched:
             observed.append({"rule": "harness-patched",
                              "message": "the call replaced functions the harness relies on: " + ", ".join(patched[:8])})
+        observed += self.introspected()
         plain = [o for o in outs if type(o) is torch.Tensor]
         send = [o.detach() for o in plain] if len(plain) == len(outs) else []
         return {"ok": True, "observed": observed, "notes": notes, "launches": self.counter.launches,
@@ -189,6 +227,7 @@ class Child:
         return None
 
     def op_time(self, req: dict) -> tuple[dict, list]:
+        self.previous_outputs = []  # don't hold a correctness output's memory through timing
         if not self.on_gpu:
             return {"ok": False, "kind": "no-gpu", "error": "timing needs a CUDA GPU"}, []
         try:
@@ -200,6 +239,7 @@ class Child:
             res.setdefault("observed", []).append({
                 "rule": "harness-patched",
                 "message": "timing ran with replaced functions the harness relies on: " + ", ".join(patched[:8])})
+        res.setdefault("observed", []).extend(self.introspected())
         return dict(res, ok=True), []
 
     def op_device(self, req: dict) -> tuple[dict, list]:
@@ -248,16 +288,17 @@ def main(argv: list[str]) -> int:
     except BaseException as e:  # noqa: BLE001 - a broken task or torch install, not the candidate
         ep.send(error_reply("setup", e))
         return 3
-    ep.send({"ok": True, "pid": os.getpid()})
+    Endpoint.send(ep, {"ok": True, "pid": os.getpid()})
     ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device}
     while True:
-        req, _ = ep.recv()
+        req, _ = Endpoint.recv(ep)  # (through the class, like send)
         op = req.get("op")
         if op == "bye":
             ep.send({"ok": True})
             break
         reply, tensors = ops[op](req)
-        ep.send(reply, tensors)
+        # Through the class: a `send` candidate code put on the instance must not see the reply.
+        Endpoint.send(ep, reply, tensors)
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: a candidate's atexit handlers or stuck threads must not turn a

@@ -266,3 +266,170 @@ def poison_allocator(pattern: int, nbytes: int, device: str) -> None:
             b.fill_(byte)
             blocks.append(b)
     del blocks
+
+
+# -- torch-compute at run time -------------------------------------------------------------------
+# The static `torch-compute` rule reads names, so torch work behind operators (`math.e ** x`, `a / b`),
+# builtins (`sum(t)`) or values pulled into Python (`.tolist()`, `.numpy()`) is invisible to it, and a
+# Triton kernel that only copies the finished result passes the no-op swap (the output does depend on
+# the copy). At run time every torch op is seen whatever the spelling: aten ops that only allocate,
+# fill, copy, cast, view or query are what the rule allows; any other aten/prims op during a
+# correctness call is torch computing. Other namespaces (a CUDA extension's own ops) are the DSL's.
+# A torch.library custom op implemented in Python runs its aten ops inside this mode's handler,
+# where the mode is off, so they are not seen: such an op counts as torch compute itself, unless
+# it is a torch.library.triton_op (a registered wrapper of Triton kernels).
+TORCH_NONCOMPUTE_OPS = frozenset("""
+empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones ones_like
+new_ones full full_like new_full arange scalar_tensor lift lift_fresh lift_fresh_copy fill fill_ zero_
+copy copy_ _copy_from _copy_from_and_resize clone _to_copy to contiguous detach detach_ alias set_ resize_
+resize_as_ _pin_memory record_stream view _unsafe_view reshape _reshape_alias as_strided t transpose
+permute expand expand_as slice select unsqueeze squeeze narrow split split_with_sizes unbind chunk
+flatten unflatten view_as view_as_real view_as_complex movedim swapaxes _conj _neg_view _local_scalar_dense
+is_nonzero sym_size sym_stride sym_numel sym_storage_offset size stride dim numel is_contiguous
+storage_offset is_same_size _has_compatible_shallow_copy_type _to_dlpack _nested_tensor_size
+""".split())
+# Tensor methods that hand values to Python or numpy (DLPack: np.from_dlpack), where no torch op can
+# see what is done with them.
+TORCH_TO_PYTHON = frozenset({"numpy", "tolist", "__array__", "__dlpack__", "untyped_storage", "storage",
+                             "_typed_storage"})
+PYTHON_VALUES_LIMIT = 1024   # elements a call may read into Python (a few sizes or offsets: fine)
+
+
+def _called_from_dsl() -> bool:
+    """Is the nearest caller outside torch a DSL's own package (Triton's interpreter reads kernel
+    arguments through numpy; CuTe takes tensors through DLPack)? Asked only for to-Python calls."""
+    import torch
+
+    # The installed packages' own files only (not any path that merely contains "triton").
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    dsl_dirs = tuple(os.path.dirname(m.__file__) + os.sep for m in (sys.modules.get(n) for n in ("triton", "cutlass"))
+                     if m is not None and getattr(m, "__file__", None))
+    f = sys._getframe(2)
+    while f is not None and (f.f_code.co_filename.startswith(torch_dir) or f.f_code.co_filename == __file__):
+        f = f.f_back
+    return f is not None and f.f_code.co_filename.startswith(dsl_dirs)
+
+
+def _python_custom_op(func: Any) -> bool:
+    try:
+        qualname = func._schema.name  # "ns::name"
+        from torch._library.custom_ops import OPDEFS
+        from torch._library.triton import triton_ops_to_kernels
+        import torch.library as tlib
+    except Exception:  # noqa: BLE001 - private torch modules moved: say nothing rather than guess
+        return False
+    if qualname in triton_ops_to_kernels:
+        return False
+    # torch.library.Library.impl records "ns/name/dispatch_key" for each Python kernel it registers.
+    prefix = qualname.replace("::", "/") + "/"
+    return qualname in OPDEFS or any(k.startswith(prefix) for k in getattr(tlib, "_impls", ()))
+
+
+class TorchComputeWatch:
+    """Records torch compute during one call (a dispatch mode for aten ops, a function mode for
+    values leaving torch). Use as a context manager around the entry call only."""
+
+    def __init__(self) -> None:
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        watch = self
+        self.ops: dict[str, int] = {}
+        self.to_python = 0   # elements read into Python/numpy
+
+        class _Dispatch(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                packet = getattr(func, "overloadpacket", None)
+                name = getattr(packet, "__name__", str(func))
+                ns = getattr(func, "namespace", "aten")
+                if name == "_local_scalar_dense":
+                    watch.to_python += 1
+                elif ns in ("aten", "prims") and name not in TORCH_NONCOMPUTE_OPS:
+                    watch.ops[f"{ns}.{name}"] = watch.ops.get(f"{ns}.{name}", 0) + 1
+                elif ns not in ("aten", "prims") and _python_custom_op(func):
+                    watch.ops[f"{ns}.{name} (a custom op implemented in Python)"] = 1
+                return func(*args, **(kwargs or {}))
+
+        class _Function(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                if getattr(func, "__name__", "") in TORCH_TO_PYTHON and args and not _called_from_dsl():
+                    t = args[0]
+                    watch.to_python += t.numel() if hasattr(t, "numel") else PYTHON_VALUES_LIMIT + 1
+                return func(*args, **(kwargs or {}))
+
+        self._modes = [_Function(), _Dispatch()]
+
+    def __enter__(self) -> "TorchComputeWatch":
+        for m in self._modes:
+            m.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for m in reversed(self._modes):
+            m.__exit__(*exc)
+
+    def findings(self) -> list[str]:
+        out = []
+        if self.ops:
+            top = sorted(self.ops.items(), key=lambda kv: -kv[1])[:8]
+            out.append("torch computed during the call (" + ", ".join(f"{k} x{n}" for k, n in top) + "); "
+                       "operators and builtins on tensors are torch ops too: compute the result in your kernel")
+        if self.to_python > PYTHON_VALUES_LIMIT:
+            out.append(f"the call read {self.to_python} tensor values into Python/numpy (.tolist(), .numpy(), DLPack, "
+                       ".item()...); compute the result in your kernel")
+        return out
+
+
+# -- introspection at run time --------------------------------------------------------------------
+# Candidate code runs in the child's process, so with the object graph (gc, frames) it can reach the
+# channel's Endpoint, the launch counter or any guard and doctor what the child reports. The static
+# rule no-introspection forbids the imports, but modules re-export gc (`triton.testing.gc`) and
+# frames come from exceptions (`getattr(e, "__traceback__")`). Audit events fire whatever the
+# spelling; the hook (permanent once added) notes those whose immediate caller is candidate code.
+AUDITED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._getframe",
+                            "sys._current_frames", "sys.settrace", "sys.setprofile", "object.__getattr__",
+                            "object.__setattr__", "object.__delattr__", "sys.addaudithook",
+                            "code.__new__", "function.__new__"})
+
+
+class IntrospectionWatch:
+    def __init__(self) -> None:
+        self.files: set[str] = set()   # real paths of imported candidate files
+        self.seen: list[str] = []
+        self._busy = False
+        self._real: dict[str, str] = {}
+
+    def install(self) -> None:
+        sys.addaudithook(self._hook)
+
+    def watch_file(self, path: str) -> None:
+        self.files.add(os.path.realpath(path))
+
+    def take(self) -> list[str]:
+        out, self.seen = list(dict.fromkeys(self.seen)), []
+        return out
+
+    def _hook(self, event: str, args: tuple) -> None:
+        if self._busy or not self.files or not (event in AUDITED_EVENTS or event.startswith("ctypes.")):
+            return
+        self._busy = True  # sys._getframe below raises its own audit event
+        try:
+            f = sys._getframe(1)
+            fn = f.f_code.co_filename
+            real = self._real.get(fn)
+            if real is None:
+                real = self._real[fn] = os.path.realpath(fn)
+            if real in self.files:
+                what = f"{event}({args[1]!r})" if event.startswith("object.") and len(args) > 1 else event
+                self.seen.append(f"{what} at {os.path.basename(fn)}:{f.f_lineno}")
+        finally:
+            self._busy = False
+
+
+def instance_overrides(obj: Any) -> list[str]:
+    """Names a harness object has on the instance that shadow a method of its class."""
+    try:
+        own = vars(obj)
+    except TypeError:
+        return []
+    return sorted(k for k in own if callable(inspect.getattr_static(type(obj), k, None)))

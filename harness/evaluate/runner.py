@@ -441,10 +441,12 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
             detail = f" ({r['detail']})" if r.get("detail") not in (None, "exception") else ""
             run.reject("import", "import-error", f"{r.get('error')}{detail}\n{r.get('traceback', '')}".strip())
             return False
+        run.stage = "done"  # (before the import's guard findings, so the verdict's stage says "guard")
         if r.get("patched"):
             run.reject("guard", "harness-patched", "importing the candidate replaced functions the harness relies "
                                                    "on: " + ", ".join(r["patched"][:8]))
-        run.stage = "done"
+        for o in r.get("observed", []):  # guards that watched the import (no-introspection, no-threads)
+            run.reject("guard", o["rule"], "[import] " + o["message"])
         mark("import")
         ok = correctness.check_all(run, child, task, ref_mod, shapes, on_gpu, opts, secret)
         mark("correctness")

@@ -89,6 +89,8 @@ RUNTIME_CHECKS: dict[str, str] = {
     "poison-consistent": "outputs are identical when run twice with differently poisoned memory",
     "timed-outputs-correct": "outputs of timed calls are rechecked, so work can't be deferred past the timer",
     "task-files-unchanged": "the task folder (reference.py, task.toml) hashes the same after the run",
+    "no-introspection": "candidate code triggers no gc/frame/code-object/ctypes audit event (reaching into the harness)",
+    "torch-compute": "no torch compute op (operators and builtins included) runs during the call, and few values go to Python",
 }
 
 BUILTIN_PREDICATES = frozenset({

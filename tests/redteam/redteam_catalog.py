@@ -1,6 +1,9 @@
 """The red-team catalog: every candidate in candidates/ documents its cheat in its docstring, with
 `Expect:` (rules that must fire; "a | b" means either; "accepted" for honest variants), `Device:`
-(cpu or gpu) and optionally `Shapes:`. Used by test_redteam.py and by gpu_suite.py."""
+(cpu or gpu) and optionally `Shapes:` and `Static:` (static rules that must fire on it when the static
+stage runs, "a | b" for either; "none" when it gets past the static stage, so the runtime guard in
+`Expect:` is the only line), and `Gap:` (why the harness can't yet reject it as expected: a known
+gap, run as a strict xfail so a fix shows up). Used by test_redteam.py, test_static_layer.py and gpu_suite.py."""
 from __future__ import annotations
 
 import re
@@ -17,6 +20,8 @@ class Cheat:
     expect: list[str]
     device: str
     shapes: list[str]
+    static: list[str] | None = None  # None: not documented
+    gap: str = ""                     # a known gap: expected to fail the check (strict xfail)
 
     @property
     def name(self) -> str:
@@ -38,8 +43,10 @@ def parse(path: Path) -> Cheat:
 
     device = field("Device", "cpu")
     default_shape = "odd rows" if device == "cpu" else "4k x 4k"
+    static = field("Static", "")
     return Cheat(path, body, [e.strip() for e in field("Expect").split(",")], device,
-                 [s.strip() for s in field("Shapes", default_shape).split(",")])
+                 [s.strip() for s in field("Shapes", default_shape).split(",")],
+                 [s.strip() for s in static.split(",")] if static else None, field("Gap", ""))
 
 
 def all_cheats() -> list[Cheat]:

@@ -39,6 +39,8 @@ def _cuda() -> bool:
 def _params():
     for c in CHEATS:
         marks = [pytest.mark.gpu, pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")] if c.device == "gpu" else []
+        if c.gap:  # strict: the day the harness catches it, the xfail fails and the Gap: line goes
+            marks.append(pytest.mark.xfail(reason=f"known gap: {c.gap}", strict=True))
         yield pytest.param(c, id=c.name, marks=marks)
 
 
