@@ -47,6 +47,30 @@ def check_agent_spec(spec: str) -> str | None:
     return None
 
 
+def check_eval_backend(spec: str) -> str | None:
+    """The --eval spec's form (the backend itself starts later, inside the session)."""
+    name, _, arg = spec.partition(":")
+    if name == "local" and not arg or name == "ray":
+        return None
+    if name == "pool" and (not arg or (arg.isdigit() and int(arg) >= 1)):
+        return None
+    return f"--eval {spec!r}: use local | pool[:N] | ray[:ADDRESS] (N a positive integer)"
+
+
+def check_pack_ids(cfg) -> str | None:
+    """Every id in --packs / --no-packs names a pack that exists: a typo is refused up front."""
+    from harness.packs import discover
+
+    catalog = discover()
+    for flag, ids in (("--packs", cfg.packs_add), ("--no-packs", cfg.packs_remove)):
+        for pid in ids:
+            try:
+                catalog.get(pid)
+            except KeyError as e:
+                return f"{flag}: {str(e).strip(chr(34) + chr(39))}; see `warpsmith packs list`"
+    return None
+
+
 def check_baseline(task) -> str | None:
     """The task's kernel.py must parse and define the entry: otherwise every candidate the agent
     derives from it is rejected, and the session is wasted. None when it does."""
@@ -80,6 +104,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.wiring import RunConfig, make_agent, start_session
 
     cfg = RunConfig.from_args(args)
+    for problem in (check_eval_backend(cfg.eval_backend), check_pack_ids(cfg)):
+        if problem:  # before start_session: a refused run leaves no session folder behind
+            print(f"warpsmith: {problem}", file=sys.stderr)
+            return 2
     try:
         make_agent(cfg.agent)  # a bad spec or missing key fails here, before a session folder exists
     except (ValueError, FileNotFoundError) as e:

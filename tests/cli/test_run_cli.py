@@ -57,3 +57,12 @@ def test_resume_takes_quiet():
     args = build_parser().parse_args(["sessions", "resume", "some-id", "--headless", "--quiet"])
     assert args.quiet is True
     assert build_parser().parse_args(["sessions", "resume", "some-id"]).quiet is None
+
+
+def test_bad_eval_backend_and_unknown_pack_leave_no_session(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for extra, words in ((["--eval", "bogus"], "--eval 'bogus'"), (["--eval", "pool:0"], "pool[:N]"),
+                         (["--packs", "nosuch"], "no pack 'nosuch'"), (["--no-packs", "nosuch"], "--no-packs")):
+        assert main(["run", "softmax", "--headless", "--auto", "--iterations", "1", *extra]) == 2
+        assert words in capsys.readouterr().err
+    assert _no_session(tmp_path)
