@@ -22,7 +22,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_e2e)
 
 
+def _interpret_without_gpu() -> None:
+    """Kernels are loaded in this process: on a machine without a GPU they must be built for
+    Triton's interpreter (the env var is read when @triton.jit runs), as the evaluator's child does."""
+    import os
+    import warnings
+
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+        # numpy's warnings about masked-off lanes (-inf - -inf) are the interpreter's, not the person's.
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module="triton.runtime.interpreter")
+        from harness.interp import patch_bf16_dot
+
+        patch_bf16_dot()
+
+
 def cmd_e2e(args) -> int:
+    _interpret_without_gpu()
     from harness.e2e import E2EError, format_stack, session_kernel, stack
     from harness.session import Session, SessionError
     from harness.tasks import TaskError, load_task
