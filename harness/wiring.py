@@ -170,7 +170,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
 
             inc = session.work / "incumbent_for_profile.py"
             inc.write_text(ctx.incumbent_source)
-            prof = cached_profile(task, inc, session.work / "profiles")
+            prof = cached_profile(task, inc, session.work / "profiles", timeout_s=120)
             if "error" not in prof:
                 user += "\n\n" + prompt_section(prof)
         return p.system, user, p.packs
