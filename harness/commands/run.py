@@ -125,6 +125,10 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     from harness.wiring import build_loop
 
     printer = Printer(show_reasoning=not cfg.quiet)
+    if not cfg.auto and not sys.stdin.isatty():
+        # Answers then come from a pipe or nothing at all; at its end each prompt takes its default.
+        print("warpsmith: stdin is not a terminal: keep/revert answers are read from it, and once it ends "
+              "every candidate gets the default answer; pass --auto for an unattended run", file=sys.stderr)
     decider = AutoDecider() if cfg.auto else StdinDecider(task=task)
     if cfg.keep_buckets == "auto":
         from harness.dispatch import KeepBucketsDecider

@@ -66,3 +66,25 @@ def test_bad_eval_backend_and_unknown_pack_leave_no_session(tmp_path, monkeypatc
         assert main(["run", "softmax", "--headless", "--auto", "--iterations", "1", *extra]) == 2
         assert words in capsys.readouterr().err
     assert _no_session(tmp_path)
+
+
+def test_headless_without_auto_on_a_closed_stdin_warns(tmp_path, monkeypatch, capsys):
+    import io
+    import sys
+
+    from harness.commands.run import run_headless
+
+    class Boom(Exception):
+        pass
+
+    def no_loop(*a, **k):  # stop right after the warning: this test is about the warning only
+        raise Boom
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr("harness.wiring.build_loop", no_loop)
+    from harness.wiring import RunConfig
+    try:
+        run_headless(None, None, RunConfig(auto=False))
+    except Boom:
+        pass
+    assert "--auto for an unattended run" in capsys.readouterr().err
