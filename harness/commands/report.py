@@ -19,6 +19,12 @@ def cmd_report(args) -> int:
     from harness.session import Session, SessionError
 
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "html")
+    suffix = Path(args.output).suffix.lower() if args.output else ""
+    if suffix in (".md", ".html", ".htm") and suffix.lstrip(".")[:2] != fmt[:2]:
+        # `-o r.md --format html` would write HTML into a .md file that no viewer then renders.
+        print(f"warpsmith: -o {args.output} and --format {fmt} disagree; drop --format or change the name",
+              file=sys.stderr)
+        return 2
     out = Path(args.output or f"report.{fmt}")
     try:
         session = Session.open(args.session)
