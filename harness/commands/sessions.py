@@ -34,7 +34,12 @@ def _open(sid: str) -> Session | None:
     try:
         return Session.open(sid)
     except SessionError as e:
-        print(f"warpsmith: {e}", file=sys.stderr)
+        matches = [p.name for p in list_sessions() if p.name.startswith(sid)]
+        if len(matches) > 1:  # Session.open says "no session" for a prefix that fits several
+            print(f"warpsmith: session id {sid!r} is ambiguous: it starts {', '.join(matches)}; "
+                  "give more of it", file=sys.stderr)
+        else:
+            print(f"warpsmith: {e}", file=sys.stderr)
         return None
 
 

@@ -1,0 +1,23 @@
+"""`warpsmith sessions` with ids a person types: prefixes, ambiguous prefixes, unknown ids."""
+from __future__ import annotations
+
+import os
+
+from harness.cli import main
+from harness.tasks import load_task
+from harness.wiring import RunConfig, start_session
+
+
+def test_ambiguous_prefix_is_named_as_such(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    task = load_task("softmax", check_null=False)
+    a = start_session(task, RunConfig(), base=tmp_path)
+    b = start_session(task, RunConfig(), base=tmp_path)
+    common = os.path.commonprefix([a.id, b.id])
+    assert common
+    assert main(["sessions", "show", common]) == 2
+    err = capsys.readouterr().err
+    assert "ambiguous" in err and a.id in err and b.id in err
+    assert main(["sessions", "show", a.id]) == 0
+    assert main(["sessions", "show", "zzz-nope"]) == 2
+    assert "no session 'zzz-nope'" in capsys.readouterr().err
