@@ -89,12 +89,14 @@ class StdinDecider:
 
     def __init__(self, inp: TextIO = sys.stdin, out: TextIO = sys.stdout, task=None):
         self.inp, self.out, self.task = inp, out, task  # task: for 'b' (keep for winning buckets)
+        self.eof = False
 
     def _ask(self, question: str) -> str:
         self.out.write(question)
         self.out.flush()
         line = self.inp.readline()
-        if not line:  # stdin closed: never keep by accident
+        if not line:  # stdin closed: the recommendation is taken, and journalled as nobody's choice
+            self.eof = True
             return ""
         return line.strip().lower()
 
@@ -103,8 +105,10 @@ class StdinDecider:
         buckets = bool(self.task is not None and self.task.buckets and request.can_keep)
         while True:
             ans = self._ask(f"  keep candidate {request.iteration}? [y/n{'/b' if buckets else ''}, default "
-                            f"{default}, or 'n: reason'{'; b: keep for the buckets it wins' if buckets else ''}] ") \
-                or default
+                            f"{default}, or 'n: reason'{'; b: keep for the buckets it wins' if buckets else ''}] ")
+            if self.eof:
+                return DecisionReply(request.action, "auto", "stdin closed: the recommendation was followed")
+            ans = ans or default
             if ans.startswith("b") and buckets:
                 from harness.dispatch import bucket_results
 

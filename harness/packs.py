@@ -541,12 +541,12 @@ def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = No
         elif hw:
             notes.append(f"hardware: {', '.join(p.id for p in hw)} all match {arch}"
                          + (f" and none names {gpu_name!r}" if gpu_name else "")
-                         + "; add the right one with --pack ID")
+                         + "; add the right one with --packs ID")
         else:
             notes.append(f"hardware: no pack applies to {arch}; write one with "
                          "`warpsmith packs new hardware ID`")
     else:
-        notes.append("hardware: no CUDA GPU detected; no hardware pack selected (add one with --pack ID)")
+        notes.append("hardware: no CUDA GPU detected; no hardware pack selected (add one with --packs ID)")
     toml_path = getattr(task, "toml_path", "task.toml")
     for fld, kind in (("models", "model"), ("rules", "rules")):
         for pid in getattr(task, fld, []) or []:
@@ -639,7 +639,7 @@ def session_selection(task: Any, catalog: Catalog, add: Iterable[str] = (), remo
                       saved: Selection | None = None, arch: str | None = None,
                       gpu_name: str | None = None) -> tuple[Selection, list[str]]:
     """A session's packs: the saved selection when resuming, else the default for the task and
-    GPU; then the user's --pack additions and --no-pack removals. Returns it and notes saying why.
+    GPU; then the user's --packs additions and --no-packs removals. Returns it and notes saying why.
     Unknown ids raise KeyError naming the known ones."""
     if saved is not None:
         sel, notes = Selection(list(saved.ids)), ["packs: the session's saved selection"]

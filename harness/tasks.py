@@ -325,7 +325,8 @@ def check_null_outputs_fail(task: Task, ref_mod: ModuleType | None = None) -> No
     loose = [label for label, k in passes.items() if k == n]
     if loose:
         raise TaskError(task.toml_path, f"tolerance.{task.dtypes[0]}",
-                        f"too loose: {' and '.join(loose)} passes on every interpreter shape; tighten atol/rtol")
+                        f"too loose: {' and '.join(loose)} {'pass' if len(loose) > 1 else 'passes'} on every interpreter "
+                        "shape; tighten atol/rtol")
 
 
 def list_tasks() -> tuple[list[Task], list[TaskError]]:

@@ -54,7 +54,9 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "close", "close")]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box"):
+        with VerticalScroll(id="help-box") as box:
+            box.border_title = "keys"
+            box.border_subtitle = "↑ ↓ PgUp PgDn scroll · Esc close"  # it is longer than a small terminal
             yield Markdown(help_markdown())
 
     def action_close(self) -> None:
