@@ -68,7 +68,8 @@ def models_text(state: RunState) -> Text:
     t = Text()
     for name, s in state.model_stats.items():
         t.append(f"{name}: ", style="bold")
-        t.append(f"{s.candidates} candidates, {s.dsl_breaks} broke the DSL, {s.rule_breaks} broke a rule\n")
+        t.append(f"{s.candidates} candidate{'' if s.candidates == 1 else 's'}, {s.dsl_breaks} broke the DSL, "
+                 f"{s.rule_breaks} broke a rule\n")
     if state.ideas:
         t.append("ideas:\n", style="bold")
         for i, idea in enumerate(state.ideas, 1):

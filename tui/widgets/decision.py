@@ -12,7 +12,7 @@ def prompt_text(req: DecisionRequest, compact: bool = False) -> Text:
     t.append(f"Decide #{req.iteration}: ", style="bold")
     t.append("harness recommends ")
     t.append(req.action.upper(), style="bold green" if req.action == "keep" else "bold red")
-    t.append(f" ({req.reason})")
+    t.append(f" — {req.reason}")  # reasons carry their own parentheses and colons
     t.append("\n")
     if req.can_keep:
         t.append("k", style="bold reverse")
