@@ -103,7 +103,7 @@ class Loop:
         self.cancel = threading.Event()
         self.resume_gate = threading.Event()
         self.resume_gate.set()
-        self._pending: dict | None = None  # a candidate proposed before a kill, not yet decided
+        self.undecided: list[dict] = []  # candidates proposed before a stop, not yet decided
         self._last_packs: list[dict] | None = None
         self.closers: list[Callable[[], None]] = []  # e.g. stop the pack watcher when the run ends
         self._restore()
@@ -165,10 +165,10 @@ class Loop:
         restore_bucket_refs(self.session)
         if last_keep and ws.best != last_keep["commit"] and last_keep.get("best") == last_keep["commit"]:
             ws.keep(last_keep["commit"], last_keep["iteration"])
-        for it, p in proposals.items():
-            if it not in decided:
-                self._pending = {"iteration": it, "proposal": {**p, "meta": metas.get(it, {})},
-                                 "verdict": verdicts.get(it)}
+        # Every candidate proposed but not decided before the stop, in order (ParallelLoop resumes
+        # them all; this loop, which has at most one in flight, resumes the last).
+        self.undecided = [{"iteration": it, "proposal": proposals[it], "meta": metas.get(it, {}),
+                           "verdict": verdicts.get(it)} for it in sorted(set(proposals) - decided)]
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> str:
@@ -180,11 +180,11 @@ class Loop:
 
     def _run(self) -> str:
         reason = "iterations done"
-        if self._pending:
-            p = self._pending
-            self._pending = None
+        if self.undecided:
+            p = self.undecided.pop()
+            self.undecided.clear()
             self._evaluate_and_decide(p["iteration"], p["proposal"]["commit"], p["proposal"]["description"],
-                                      p["proposal"].get("meta", {}) or {}, p["verdict"])
+                                      p["meta"], p["verdict"])
         while self.iteration < self.max_iterations:
             self.resume_gate.wait()
             if self.cancel.is_set():

@@ -66,7 +66,6 @@ class ParallelLoop(Loop):
         self.evaluator = evaluator
         self.proposals = max(1, int(proposals))
         self.options = options
-        self._restored: list[dict] = []
         self._slots: dict[int, InFlight] = {}
         self._cv = threading.Condition()
         self._prompt_lock = threading.Lock()  # prompt builders read shared pack state
@@ -84,33 +83,17 @@ class ParallelLoop(Loop):
     # -- resume: every undecided candidate, not only the last ----------------------------------
     def _restore(self) -> None:
         super()._restore()
-        self._pending = None
-        proposals: dict[int, dict] = {}
-        metas: dict[int, dict] = {}
-        verdicts: dict[int, dict] = {}
-        decided: set[int] = set()
-        for r in self.session.journal.read():
-            kind, it = r.get("kind"), r.get("iteration")
-            if kind == "CandidateProposed":
-                proposals[it] = r
-            elif kind == "ProposalMeta":
-                metas[it] = r.get("meta") or {}
-            elif kind == "EvalResult":
-                verdicts[it] = r["verdict"]
-            elif kind == "Decision":
-                decided.add(it)
-        for it in sorted(set(proposals) - decided):
-            p = proposals[it]
-            v = verdicts.get(it)
-            if v is not None and v.get("incumbent_commit") not in (None, p.get("incumbent")):
-                v = None  # measured against an older incumbent than the one on record: measure again
-            self._restored.append({"iteration": it, "proposal": p, "meta": metas.get(it, {}), "verdict": v})
+        for r in self.undecided:
+            v = r["verdict"]
+            if v is not None and v.get("incumbent_commit") not in (None, r["proposal"].get("incumbent")):
+                r["verdict"] = None  # measured against an older incumbent than the one on record: measure again
 
     # -- the loop -----------------------------------------------------------------------------
     def _run(self) -> str:
         self.emit(ev.WorkerStatus(self.evaluator.workers()), journal=False)
-        for r in self._restored:
+        for r in self.undecided:
             self._resume_slot(r)
+        self.undecided = []
         threads = [threading.Thread(target=self._proposer, name=f"warpsmith-proposer-{i}", daemon=True)
                    for i in range(self.proposals)]
         for t in threads:
@@ -196,12 +179,14 @@ class ParallelLoop(Loop):
         return list(self.history) + list(self._seen) + flying
 
     def _claim(self, slot: InFlight, proposal: Proposal, incumbent: str) -> int | None:
-        """Take this proposal for the slot, unless the same code is already in flight against the
-        same incumbent (then return that iteration). Atomic, so two proposers can't both take it."""
+        """Take this proposal for the slot, unless the same code is already in flight (then return
+        that iteration). Atomic, so two proposers can't both take it. Whatever incumbent the twin
+        was measured against: one measured against a replaced incumbent is measured again before
+        its decision, so a second copy would only run the same candidate twice."""
         sha = _sha(proposal.source)
         with self._cv:
             for s in self._slots.values():
-                if s is not slot and s.source and s.incumbent_commit == incumbent and _sha(s.source) == sha:
+                if s is not slot and s.source and _sha(s.source) == sha:
                     return s.iteration
             slot.description, slot.meta, slot.source = proposal.description, dict(proposal.meta), proposal.source
             slot.incumbent_commit = incumbent
