@@ -35,6 +35,7 @@ def default_thinking(model: str) -> str:
 
 class AnthropicAgent(LLMAgent):
     name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
     provider = "anthropic"
 
     def __init__(self, model: str = "", *, api_key: str | None = None, base_url: str | None = None,
@@ -178,14 +179,3 @@ class AnthropicAgent(LLMAgent):
                 self.thinking = "adaptive"
                 return f"{self.model} refused manual thinking ({failure.message}); retrying with adaptive thinking"
         return None
-
-    def _fatal_message(self, failure: Failure) -> str:
-        if failure.status == 401:
-            return (f"anthropic: the API key was refused (401 {failure.message}). Set ANTHROPIC_API_KEY or "
-                    f"api_key in [anthropic] of {config_path()}, then resume the session.")
-        if failure.status == 403:
-            return f"anthropic: this key may not use {self.model} (403: {failure.message})."
-        if failure.status == 404:
-            return (f"anthropic: model {self.model!r} not found (404: {failure.message}). "
-                    "Check the id in --agent anthropic:MODEL.")
-        return f"anthropic:{self.model}: {failure.message}"

@@ -662,7 +662,18 @@ class LLMAgent:
         """A 400 the agent can work around (drop tools, ...): return a notice and retry at once."""
         return None
 
+    key_env = ""  # hosted providers: the variable that holds the key, named in a 401's message
+
     def _fatal_message(self, failure: Failure) -> str:
+        if self.key_env:
+            if failure.status == 401:
+                return (f"{self.name}: the API key was refused (401 {failure.message}). Set {self.key_env} or "
+                        f"api_key in [{self.name}] of {config_path()}, then resume the session.")
+            if failure.status == 403:
+                return f"{self.name}: this key may not use {self.model} (403: {failure.message})."
+            if failure.status == 404:
+                return (f"{self.name}: model {self.model!r} not found (404: {failure.message}). "
+                        f"Check the id in --agent {self.name}:MODEL.")
         return f"{self.label}: {failure.message}"
 
     @property

@@ -32,6 +32,7 @@ def _timeout(read_s: float) -> httpx2.Timeout:
 
 class OpenAIAgent(LLMAgent):
     name = "openai"
+    key_env = "OPENAI_API_KEY"
     provider = "openai"
 
     def __init__(self, model: str = "", *, api_key: str | None = None, base_url: str | None = None,
@@ -155,17 +156,6 @@ class OpenAIAgent(LLMAgent):
         answer.cached_tokens = (getattr(itd, "cached_tokens", 0) or 0) if itd is not None else 0
         otd = getattr(u, "output_tokens_details", None)
         answer.reasoning_tokens = (getattr(otd, "reasoning_tokens", 0) or 0) if otd is not None else 0
-
-    def _fatal_message(self, failure: Failure) -> str:
-        if failure.status == 401:
-            return (f"openai: the API key was refused (401 {failure.message}). Set OPENAI_API_KEY or "
-                    f"api_key in [openai] of {config_path()}, then resume the session.")
-        if failure.status == 403:
-            return f"openai: this key may not use {self.model} (403: {failure.message})."
-        if failure.status == 404:
-            return (f"openai: model {self.model!r} not found (404: {failure.message}). "
-                    "Check the id in --agent openai:MODEL.")
-        return f"openai:{self.model}: {failure.message}"
 
 
 def normalize_base_url(url: str) -> str:
