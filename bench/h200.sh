@@ -1,50 +1,98 @@
 #!/usr/bin/env bash
-# The GPU figures of the README, in one go, on a CUDA box (the H200 of the device tool here).
-#   bash bench/h200.sh [SECTION...]     sections: tuner compare dispatch e2e throughput timing
-# Writes logs to $OUT (or ./h200-out). Needs torch + triton; tree-sitter etc. from .whl/ if present.
+# The GPU figures of the README, on a CUDA box (the H200 of the device tool here).
+#   BUDGET_S=560 bash bench/h200.sh [SECTION...]
+# Sections (in the order given):
+#   eval       warpsmith eval of the softmax baseline against itself, with per-phase wall times
+#   tuner      warpsmith run softmax --headless --agent tuner --iterations $TUNER_ITERS --auto
+#   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py)
+#   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py)
+#   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
+#   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
+#   profile    warpsmith profile softmax
+#   dispatch   bench/dispatch.py (per-bucket keeps exported as a dispatcher, against the default)
+#   e2e        bench/e2e.py (softmax + rmsnorm kernels stacked in one workload)
+#   dsv4tune   the offline tuner on each DeepSeek V4 task ($DSV4_ITERS iterations, $DSV4_TIMEOUT s each)
+#   fp8        bench/dsv4.py on the FP8-cache CSA decode task
+#   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch, verdicts compared
+# Each section gets min(its own limit, what is left of BUDGET_S); one that can't get 30 s is skipped,
+# so a call of the device tool never runs past its limit. Logs go to $OUT (or ./h200-out).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$REPO/h200-out}
 mkdir -p "$OUT"
-if ls "$REPO"/.whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$REPO"/.whl/*.whl
+whl=$(ls "$REPO"/.whl/*.whl "$REPO"/.whl-ray/*.whl 2>/dev/null)
+if [ -n "$whl" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $whl
   export PYTHONPATH=/tmp/site:$REPO
 else
   export PYTHONPATH=$REPO
 fi
-export PYTHONUNBUFFERED=1
-sections=${*:-tuner compare dispatch e2e}
+export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
+BUDGET_S=${BUDGET_S:-560}
+T0=$(date +%s)
+sections=${*:-eval tuner compare dispatch e2e}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/gpu.txt"
 WS=$(mktemp -d)
+H="python3 -m harness"
+
+# limit WANT: seconds this section may take, or nothing if fewer than 30 are left.
+limit() { local left=$(( BUDGET_S - ($(date +%s) - T0) - 5 )); [ "$left" -lt 30 ] && return 1; echo $(( $1 < left ? $1 : left )); }
+
+tuner_run() {  # TASK ITERS LIMIT LOG
+  (cd "$WS" && timeout "$3" $H run "$1" --headless --agent tuner --iterations "$2" --auto --quiet) > "$4" 2>&1
+  echo "rc=$?" >> "$4"
+  local sid; sid=$(ls -t "$WS/.warpsmith/sessions" | head -1)
+  cp "$WS/.warpsmith/sessions/$sid/results.tsv" "${4%.log}_results.tsv" 2>/dev/null
+  cp "$WS/.warpsmith/sessions/$sid/journal.jsonl" "${4%.log}_journal.jsonl" 2>/dev/null
+  (cd "$WS" && $H sessions export "$sid" -o "$WS/$1_best.py") >> "$4" 2>&1
+  tail -4 "$4"; cat "${4%.log}_results.tsv" 2>/dev/null
+}
+
 for s in $sections; do
   start=$(date +%s)
   case $s in
-    tuner)
-      (cd "$WS" && timeout ${TUNER_TIMEOUT:-360} python3 -m harness run softmax --headless --agent tuner \
-          --iterations ${TUNER_ITERS:-20} --auto --quiet) 2>&1 | tee "$OUT/tuner_softmax.log"
-      sid=$(ls "$WS/.warpsmith/sessions" | head -1)
-      cp "$WS/.warpsmith/sessions/$sid/results.tsv" "$OUT/tuner_softmax_results.tsv"
-      (cd "$WS" && python3 -m harness sessions export "$sid" -o "$WS/softmax_best.py") 2>&1 | tail -2
+    eval) L=$(limit 150) || { echo "== skip $s"; continue; }
+      timeout "$L" $H eval softmax "$REPO/kernels/softmax/kernel.py" --json > "$OUT/eval.json" 2> "$OUT/eval.err"
+      echo "eval rc=$?"; tail -3 "$OUT/eval.err"
+      python3 - "$OUT/eval.json" <<'EOF'
+import json, sys
+from harness.commands.eval import print_table
+v = json.load(open(sys.argv[1]))
+print_table(v)
+print("phases_s", json.dumps(v.get("phases_s")))
+EOF
       ;;
-    compare)
+    tuner) L=$(limit ${TUNER_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
+      tuner_run softmax "${TUNER_ITERS:-20}" "$L" "$OUT/tuner_softmax.log" ;;
+    compare) L=$(limit 200) || { echo "== skip $s"; continue; }
       k=""; [ -f "$WS/softmax_best.py" ] && k="--kernel $WS/softmax_best.py"
-      python3 "$REPO/bench/compare.py" softmax $k 2>&1 | tee "$OUT/compare_softmax.txt"
-      ;;
-    dispatch)
-      python3 "$REPO/bench/dispatch.py" softmax --kernel "$REPO/kernels/softmax/candidates/onepass.py" \
-          --out "$WS/dispatch_softmax.py" 2>&1 | tee "$OUT/dispatch_softmax.txt"
-      ;;
-    e2e)
-      python3 "$REPO/bench/e2e.py" --workload softmax --kernel softmax="$REPO/kernels/softmax/candidates/onepass.py" \
-          --kernel rmsnorm="$REPO/kernels/rmsnorm/kernel.py" 2>&1 | tee "$OUT/e2e.txt"
-      ;;
-    throughput)
-      python3 "$REPO/bench/throughput.py" 2>&1 | tee "$OUT/throughput.txt"
-      ;;
-    timing)
-      python3 "$REPO/bench/timing_trust.py" 2>&1 | tee "$OUT/timing_trust.txt"
-      ;;
+      timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
+    redteam) L=$(limit 170) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 6 --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
+    timing) L=$(limit 150) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
+    model) L=$(limit 150) || { echo "== skip $s"; continue; }
+      (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model tests/evaluate -rs) 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15 ;;
+    profile) L=$(limit 90) || { echo "== skip $s"; continue; }
+      timeout "$L" $H profile softmax 2>&1 | tee "$OUT/profile_softmax.txt" ;;
+    dispatch) L=$(limit 150) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/dispatch.py" softmax --kernel "$REPO/kernels/softmax/candidates/onepass.py" \
+          --out "$WS/dispatch_softmax.py" 2>&1 | tee "$OUT/dispatch_softmax.txt" ;;
+    e2e) L=$(limit 120) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/e2e.py" --workload softmax --kernel softmax="$REPO/kernels/softmax/candidates/onepass.py" \
+          --kernel rmsnorm="$REPO/kernels/rmsnorm/kernel.py" 2>&1 | tee "$OUT/e2e.txt" ;;
+    dsv4tune)
+      for t in ${DSV4_TASKS:-dsv4_indexer_topk dsv4_csa_decode dsv4_hca_decode dsv4_compress}; do
+        L=$(limit ${DSV4_TIMEOUT:-100}) || { echo "== skip $s/$t"; continue; }
+        echo "-- tuner on $t"; tuner_run "$t" "${DSV4_ITERS:-8}" "$L" "$OUT/tuner_$t.log"
+      done ;;
+    fp8) L=$(limit 150) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/dsv4.py" --tasks dsv4_csa_decode,dsv4_csa_decode_fp8 --json "$OUT/dsv4_fp8.json" 2>&1 | tee "$OUT/dsv4_fp8.txt" | tail -30 ;;
+    scale) L=$(limit ${SCALE_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/throughput.py" softmax --n 10 --broken ${SCALE_ARGS:-} --json "$OUT/throughput.json" 2>&1 | tee "$OUT/throughput.txt" | tail -40 ;;
+    *) echo "unknown section $s"; continue ;;
   esac
   echo "== section $s took $(( $(date +%s) - start )) s" | tee -a "$OUT/sections.txt"
 done
+echo "== total $(( $(date +%s) - T0 )) s"
