@@ -46,6 +46,9 @@ tuner_run() {  # TASK ITERS LIMIT LOG
   cp "$WS/.warpsmith/sessions/$sid/results.tsv" "${4%.log}_results.tsv" 2>/dev/null
   cp "$WS/.warpsmith/sessions/$sid/journal.jsonl" "${4%.log}_journal.jsonl" 2>/dev/null
   (cd "$WS" && $H sessions export "$sid" -o "$WS/$1_best.py") >> "$4" 2>&1
+  cp "$WS/$1_best.py" "$OUT/$1_best.py" 2>/dev/null
+  # The whole session (git repo + journal), so a run cut short can be resumed on the next machine.
+  tar -C "$WS" -czf "$OUT/session_$1.tgz" ".warpsmith/sessions/$sid" 2>/dev/null
   tail -4 "$4"; cat "${4%.log}_results.tsv" 2>/dev/null
 }
 
@@ -69,7 +72,7 @@ EOF
       k=""; [ -f "$WS/softmax_best.py" ] && k="--kernel $WS/softmax_best.py"
       timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
     redteam) L=$(limit 170) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 6 --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
+      timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     timing) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,11 @@ TRACE_TAIL = 4000
 
 
 class Child:
-    def __init__(self, ep: Endpoint, job: dict):
+    def __init__(self, ep: Endpoint, job: dict, startup: dict[str, float]):
+        t0 = time.monotonic()
         import torch
+
+        startup["import_torch"] = time.monotonic() - t0
 
         self.ep = ep
         self.job = job
@@ -41,7 +45,9 @@ class Child:
         self.entries: dict[str, Any] = {}
         self.counter = guards.LaunchCounter()
         self.counter.install()
+        t1 = time.monotonic()
         self._warm_up()
+        startup["warm_up"] = time.monotonic() - t1
         with guards.TorchComputeWatch():  # imports what the watch needs before the identity snapshot
             torch.empty(1) + 1
         self.native_threads = guards.native_thread_count()
@@ -67,8 +73,8 @@ class Child:
 
     # -- helpers -----------------------------------------------------------------------------
     def inputs(self, dims: dict, seed: int) -> list[Any]:
-        # Made on CPU and moved: bit-identical to the parent's copy whatever the device.
-        xs = self.make_inputs(dims, self.dtype, seed, "cpu")
+        # Made on the device the parent makes its copy on (same seed, same generator): bit-identical.
+        xs = self.make_inputs(dims, self.dtype, seed, self.device)
         xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
         return [x.to(self.device) if isinstance(x, self.torch.Tensor) else x for x in xs]
 
@@ -299,12 +305,15 @@ def main(argv: list[str]) -> int:
     patch_bf16_dot()  # before the identity snapshot, so the fix is part of what is guarded
     if not job.get("on_gpu"):
         interpreter_autotune()
+    t0 = time.monotonic()
+    startup: dict[str, float] = {}  # where a child's start-up time goes, for the verdict's phases_s
     try:
-        child = Child(ep, job)
+        child = Child(ep, job, startup)
     except BaseException as e:  # noqa: BLE001 - a broken task or torch install, not the candidate
         ep.send(error_reply("setup", e))
         return 3
-    Endpoint.send(ep, {"ok": True, "pid": os.getpid()})
+    startup["total_in_child"] = time.monotonic() - t0
+    Endpoint.send(ep, {"ok": True, "pid": os.getpid(), "startup_s": {k: round(v, 3) for k, v in startup.items()}})
     ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device}
     while True:
         req, _ = Endpoint.recv(ep)  # (through the class, like send)

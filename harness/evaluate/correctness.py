@@ -31,26 +31,26 @@ def _clone(xs: Any) -> list:
 
 
 def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool = False) -> tuple[list, Any]:
-    """Inputs (always made on the CPU, bit-identical to the child's) and the expected output.
+    """Inputs (bit-identical to the child's: same seed, same device) and the expected output.
 
-    On a GPU box the reference runs on the GPU and the expected output stays there, so the
-    comparison runs there too: a CPU reference and comparison of a 128k-column shape took tens of
-    seconds per call, most of an evaluation. A custom `compare` of the task gets CPU tensors, as
-    it was written for; so does everything when the GPU reference fails (e.g. out of memory).
+    On a GPU box inputs are made, the reference run and the comparison done on the GPU: made on
+    the CPU, one 128k-column shape's inputs took seconds each, most of an evaluation's wall time.
+    A task's custom `compare` gets CPU tensors, as it was written for; so does everything when the
+    GPU reference runs out of memory.
     """
     import torch
 
     dt = getattr(torch, task.dtypes[0])
-    xs = ref_mod.make_inputs(shape.dims, dt, seed, "cpu")
+    gpu = on_gpu and torch.cuda.is_available()
+    xs = ref_mod.make_inputs(shape.dims, dt, seed, "cuda" if gpu else "cpu")
     xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
-    if on_gpu and not callable(getattr(ref_mod, "compare", None)) and torch.cuda.is_available():
+    if gpu and not callable(getattr(ref_mod, "compare", None)):
         try:
-            exp = ref_mod.reference(*[x.to("cuda") if isinstance(x, torch.Tensor) else x for x in _clone(xs)])
-            return xs, exp
+            return xs, ref_mod.reference(*_clone(xs))
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
-    exp = ref_mod.reference(*_clone(xs))
-    return xs, exp
+    xs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in xs]
+    return xs, ref_mod.reference(*_clone(xs))
 
 
 def _nbytes(x: Any) -> int:

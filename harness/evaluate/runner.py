@@ -420,6 +420,7 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
             run.reject("import", "setup-failed", f"{hello.get('error')}\n{hello.get('traceback', '')}".strip())
             return False
         mark("spawn")
+        v["child_startup_s"] = hello.get("startup_s")
         dev, _ = child.request({"op": "device"}, opts.import_timeout_s)
         mark("device")
         v["device"] = dev.get("name", v["device"])

@@ -5,11 +5,11 @@ EPS = 1e-6
 
 
 def make_inputs(dims, dtype, seed, device):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    x = torch.randn(dims["rows"], dims["cols"], generator=g, dtype=torch.float32) * 2.0
+    g = torch.Generator(device=device).manual_seed(seed)  # on the device: see softmax's reference
+    x = torch.randn(dims["rows"], dims["cols"], generator=g, dtype=torch.float32, device=device) * 2.0
     # Weights away from 1 so that forgetting them fails the check.
-    w = 0.5 + torch.rand(dims["cols"], generator=g, dtype=torch.float32)
-    return x.to(dtype=dtype, device=device), w.to(dtype=dtype, device=device)
+    w = 0.5 + torch.rand(dims["cols"], generator=g, dtype=torch.float32, device=device)
+    return x.to(dtype=dtype), w.to(dtype=dtype)
 
 
 def reference(x, weight):

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -59,23 +59,19 @@ def main(argv: list[str] | None = None) -> int:
                                                        **OPTIONS.get(c.name, {})))
         return c, v, time.monotonic() - t0
 
-    # Timing-sensitive cheats run alone afterwards: parallel neighbours would blur their timing.
-    alone = [c for c in cheats if c.name in ("gpu_slow_incumbent", "gpu_call_count", "gpu_ptr_cache")
-             or c.expect == ["accepted"]]
-    together = [c for c in cheats if c not in alone]
-    with ThreadPoolExecutor(args.workers) as pool:
-        results = list(pool.map(one, together))
-    results += [one(c) for c in alone]
     failures = 0
     rows = []
-    print(f"{'candidate':24} {'expected':40} {'verdict':52} {'s':>5}  ok")
-    for c, v, wall in sorted(results, key=lambda r: r[0].name):
+
+    def report(c: Cheat, v: dict, wall: float) -> None:
+        # Printed as each verdict lands: a run cut short by its time limit still shows what it did.
+        nonlocal failures
         problem = check(c, v)
         if "WARPSMITH_CANARY" in repr(v):
             problem = "canary credential leaked into the verdict"
         failures += problem is not None
         got = "accepted" if v["accepted"] else ",".join(sorted({r["rule"] for r in v["reasons"]}))
-        print(f"{c.name:24} {', '.join(c.expect)[:40]:40} {got[:52]:52} {wall:5.1f}  {'PASS' if not problem else 'FAIL'}")
+        print(f"{c.name:24} {', '.join(c.expect)[:40]:40} {got[:52]:52} {wall:5.1f}  {'PASS' if not problem else 'FAIL'}",
+              flush=True)
         if problem:
             print(f"    {problem}")
             for r in v["reasons"][:4]:
@@ -84,11 +80,25 @@ def main(argv: list[str] | None = None) -> int:
                 print("    output tail: " + v["output"][-600:].replace("\n", "\n    "))
         rows.append({"name": c.name, "expect": c.expect, "accepted": v["accepted"], "stage": v["stage"],
                      "reasons": v["reasons"], "shapes": v["shapes"], "notes": v.get("notes"), "wall_s": wall,
-                     "device": v["device"], "ok": problem is None})
+                     "device": v["device"], "phases_s": v.get("phases_s"), "ok": problem is None})
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1, default=str))
+
+    # Timing-sensitive cheats run alone afterwards: parallel neighbours would blur their timing.
+    alone = [c for c in cheats if c.name in ("gpu_slow_incumbent", "gpu_call_count", "gpu_ptr_cache")
+             or c.expect == ["accepted"]]
+    together = [c for c in cheats if c not in alone]
+    print(f"{len(cheats)} candidates on {args.shape!r}: {len(together)} {args.workers} at a time, then "
+          f"{len(alone)} alone", flush=True)
+    print(f"{'candidate':24} {'expected':40} {'verdict':52} {'s':>5}  ok", flush=True)
+    with ThreadPoolExecutor(args.workers) as pool:
+        for fut in as_completed([pool.submit(one, c) for c in together]):
+            report(*fut.result())
+    for c in alone:
+        report(*one(c))
+    results = rows
     hashes_ok = all(t.file_hashes() == before[n] for n, t in tasks.items())
     print(f"{len(results) - failures}/{len(results)} as expected; task files intact: {hashes_ok}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1, default=str))
     return 0 if failures == 0 and hashes_ok else 1
 
 
