@@ -63,7 +63,7 @@ import json, sys
 from harness.commands.eval import print_table
 v = json.load(open(sys.argv[1]))
 print_table(v)
-print("phases_s", json.dumps(v.get("phases_s")))
+print("phases_s", json.dumps(v.get("phases_s")), "child_startup_s", json.dumps(v.get("child_startup_s")))
 EOF
       ;;
     tuner) L=$(limit ${TUNER_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
