@@ -56,14 +56,18 @@ for s in $sections; do
   start=$(date +%s)
   case $s in
     eval) L=$(limit 150) || { echo "== skip $s"; continue; }
-      timeout "$L" $H eval softmax "$REPO/kernels/softmax/kernel.py" --json > "$OUT/eval.json" 2> "$OUT/eval.err"
+      # Under cProfile: where the parent's time goes (the child's own time is in child_s).
+      timeout "$L" python3 -m cProfile -o "$OUT/eval.prof" -m harness eval softmax "$REPO/kernels/softmax/kernel.py" \
+          --json > "$OUT/eval.json" 2> "$OUT/eval.err"
       echo "eval rc=$?"; tail -3 "$OUT/eval.err"
+      python3 -c "import pstats; pstats.Stats('$OUT/eval.prof').sort_stats('tottime').print_stats(18)" 2>&1 | tail -30
       python3 - "$OUT/eval.json" <<'EOF'
 import json, sys
 from harness.commands.eval import print_table
 v = json.load(open(sys.argv[1]))
 print_table(v)
-print("phases_s", json.dumps(v.get("phases_s")), "child_startup_s", json.dumps(v.get("child_startup_s")))
+print("phases_s", json.dumps(v.get("phases_s")), "child_startup_s", json.dumps(v.get("child_startup_s")),
+      "child_s", json.dumps(v.get("child_s")))
 EOF
       ;;
     tuner) L=$(limit ${TUNER_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
@@ -99,3 +103,5 @@ EOF
   echo "== section $s took $(( $(date +%s) - start )) s" | tee -a "$OUT/sections.txt"
 done
 echo "== total $(( $(date +%s) - T0 )) s"
+# The device tool brings back only a few files: everything but the running log goes into one archive.
+(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=all.log * && find . -type f ! -name logs.tgz ! -name all.log -delete)

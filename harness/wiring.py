@@ -164,8 +164,9 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
                          last_feedback(ctx.history))
         user = p.user
-        if on_gpu:
-            # Where the incumbent's time goes, measured once per incumbent (cached by its hash).
+        if on_gpu and getattr(agent, "reads_prompt", True):
+            # Where the incumbent's time goes, measured once per incumbent (cached by its hash);
+            # up to two minutes with Nsight Compute, so only for agents that read the prompt.
             from harness.profile import cached_profile, prompt_section
 
             inc = session.work / "incumbent_for_profile.py"

@@ -81,5 +81,6 @@ AgentEvent = Union[ReasoningChunk, UsageReport, Notice, Proposal, Exhausted]
 class Agent(Protocol):
     name: str  # "tuner", "anthropic", "openai", "openai-compat", "script"
     model: str  # model id, or "" for agents without one
+    # Optional `reads_prompt: bool` (default True): False spares the GPU profile the prompt would carry.
 
     def propose(self, ctx: ProposalContext) -> Iterator[AgentEvent]: ...

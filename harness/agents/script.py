@@ -15,6 +15,7 @@ from harness.agents.base import AgentEvent, Exhausted, Proposal, ProposalContext
 
 class ScriptAgent:
     name = "script"
+    reads_prompt = False  # replays prepared files
 
     def __init__(self, folder: Path, chunk_delay_s: float = 0.0, chunk_chars: int = 24):
         self.folder = Path(folder)

@@ -121,6 +121,7 @@ def explain(knob: Knob, new: int) -> str:
 class TunerAgent:
     name = "tuner"
     model = ""
+    reads_prompt = False  # it edits constants; a measured profile in the prompt would go unread
 
     def propose(self, ctx: ProposalContext) -> Iterator[AgentEvent]:
         knobs = find_knobs(ctx.incumbent_source)

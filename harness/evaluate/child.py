@@ -321,7 +321,9 @@ def main(argv: list[str]) -> int:
         if op == "bye":
             ep.send({"ok": True})
             break
+        t0 = time.monotonic()
         reply, tensors = ops[op](req)
+        reply["child_s"] = round(time.monotonic() - t0, 4)
         # Through the class: a `send` candidate code put on the instance must not see the reply.
         Endpoint.send(ep, reply, tensors)
     sys.stdout.flush()

@@ -121,6 +121,8 @@ class ChildProcess:
     """One spawned child: private pipes, scrubbed env, own cwd, deadline, memory watchdog."""
 
     def __init__(self, task: Task, on_gpu: bool, opts: EvalOptions):
+        self.busy_s = 0.0
+        self.round_trip_s = 0.0
         self.tmp = Path(tempfile.mkdtemp(prefix="warpsmith-eval-"))
         self.cwd = self.tmp / "cwd"
         self.cwd.mkdir()
@@ -173,7 +175,11 @@ class ChildProcess:
         try:
             if req is not None:
                 self.ep.send(req)
+            t0 = time.monotonic()
             reply, tensors = self.ep.recv()
+            # Seconds the child spent on the op vs the whole round trip (the rest is the channel).
+            self.busy_s += float(reply.get("child_s") or 0.0)
+            self.round_trip_s += time.monotonic() - t0
         except Forged as e:
             self.kill()
             raise ChildFailed("result-channel-forged", f"{e}; something in the candidate's process wrote to the "
@@ -465,6 +471,8 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         run.reject(stage, e.rule, e.message)
         return False
     finally:
+        # Overlaps the phases: of the round trips' wall time, how much the child was working.
+        v["child_s"] = {"busy": round(child.busy_s, 3), "round_trips": round(child.round_trip_s, 3)}
         if not run.output and run.reasons:
             run.output = child.output()
         child.close()
