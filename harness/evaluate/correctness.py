@@ -44,13 +44,24 @@ def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool
     gpu = on_gpu and torch.cuda.is_available()
     xs = ref_mod.make_inputs(shape.dims, dt, seed, "cuda" if gpu else "cpu")
     xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
-    if gpu and not callable(getattr(ref_mod, "compare", None)):
+    if gpu:
         try:
-            return xs, ref_mod.reference(*_clone(xs))
+            exp = ref_mod.reference(*_clone(xs))
+            if not callable(getattr(ref_mod, "compare", None)):
+                return xs, exp
+            return _cpu(xs), _cpu(exp)
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
-    xs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in xs]
+    xs = _cpu(xs)
     return xs, ref_mod.reference(*_clone(xs))
+
+
+def _cpu(x: Any) -> Any:
+    import torch
+
+    if isinstance(x, (tuple, list)):
+        return type(x)(_cpu(y) for y in x)
+    return x.cpu() if isinstance(x, torch.Tensor) else x
 
 
 def _nbytes(x: Any) -> int:
