@@ -66,7 +66,9 @@ class Printer:
             status = "accepted" if v.get("accepted") else f"rejected at {v.get('stage')}"
             g = v.get("geomean_speedup")
             self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
-                       + ("" if v.get("timing_available") else ", timing unavailable (interpreter)"))
+                       + ("" if v.get("timing_available") else
+                          ", timing unavailable (interpreter)" if "interpreter" in str(v.get("device")) else
+                          ", not timed" if v.get("stage") != "done" else ", timing unavailable"))
             for r in v.get("reasons", [])[:8]:
                 self._line(f"    {r.get('rule')}: {r.get('message')}")
             for row in shape_table(v):

@@ -73,12 +73,20 @@ def find_knobs(source: str) -> list[Knob]:
     return knobs
 
 
+def kind_of(knob: Knob) -> str:
+    """"num_warps", "num_stages" or "block". A module constant named like the launch option it
+    feeds (NUM_WARPS = 4, STAGES = 2) moves like that option, not like a block size."""
+    name = knob.name.lower()
+    return "num_warps" if name.endswith("warps") else "num_stages" if name.endswith("stages") else "block"
+
+
 def neighbours(knob: Knob) -> list[int]:
     v = knob.value
-    if knob.name == "num_warps":
+    kind = kind_of(knob)
+    if kind == "num_warps":
         i = WARPS.index(v) if v in WARPS else None
         return [WARPS[j] for j in ((i + 1, i - 1) if i is not None else ()) if 0 <= j < len(WARPS)]
-    if knob.name == "num_stages":
+    if kind == "num_stages":
         return [x for x in (v + 1, v - 1) if 1 <= x <= 6]
     if v > 0 and v & (v - 1) == 0:  # block sizes: tl.arange needs powers of two
         return [x for x in (v * 2, v // 2) if 16 <= x <= 65536]
@@ -114,7 +122,7 @@ WHY = {
 
 def explain(knob: Knob, new: int) -> str:
     direction = "up" if new > knob.value else "down"
-    family = WHY.get(knob.name, WHY["block"])
+    family = WHY[kind_of(knob)]
     return f"{knob.name} {knob.value} → {new}: {family[direction]}."
 
 

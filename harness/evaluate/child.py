@@ -56,6 +56,7 @@ class Child:
         self.timing = timing
         self.snapshot = guards.identity_snapshot({
             "reference.make_inputs": self.make_inputs, "reference.reference": self.reference,
+            "reference.compare": getattr(self.ref, "compare", None),
             "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
         })
         self.calls = 0
@@ -81,6 +82,7 @@ class Child:
     def patched(self) -> list[str]:
         now = guards.identity_snapshot({
             "reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
+            "reference.compare": getattr(self.ref, "compare", None),
             "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
         })
         # Methods replaced on the harness's own instances (an identity snapshot of classes misses them).
@@ -287,7 +289,7 @@ def error_reply(kind: str, e: BaseException) -> dict:
 
 def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[1]), int(argv[2])
-    key = _read_exact(rfd, 32)
+    key = bytes(_read_exact(rfd, 32))
     # Candidate code may start processes; they must not inherit the channel.
     os.set_inheritable(rfd, False)
     os.set_inheritable(wfd, False)

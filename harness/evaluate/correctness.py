@@ -82,7 +82,9 @@ def disagreement(task: Task, a: Any, b: Any) -> str | None:
     for i, (x, y) in enumerate(zip(xs, ys)):
         if x.shape != y.shape:
             return f"output {i} shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}"
-        xf, yf = x.float(), y.float()
+        # On the GPU when there is one: seconds on the CPU for a long shape's output.
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+        xf, yf = x.to(dev).float(), y.to(dev).float()
         fx, fy = torch.isfinite(xf), torch.isfinite(yf)
         if not torch.equal(fx, fy):
             return f"output {i}: {int((fx != fy).sum())} elements are NaN/Inf in one run only"

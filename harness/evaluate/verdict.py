@@ -99,6 +99,10 @@ def recommend(*, correct: bool, guards_ok: bool, timing_available: bool, geomean
     if geomean_speedup is None or noise_band_pct is None:
         return {"action": "revert", "reason": "no timing result", "can_keep": True}
     gain = (geomean_speedup - 1) * 100
+    if gain < -noise_band_pct:
+        return {"action": "revert", "can_keep": True,
+                "reason": f"slower: geomean {geomean_speedup:.3f}x, beyond the noise band (±{noise_band_pct:.1f}%)"
+                          + (f"; {note}" if note else "")}
     if gain <= noise_band_pct:
         return {"action": "revert", "can_keep": True,
                 "reason": f"geomean speedup {geomean_speedup:.3f}x is within the noise band (±{noise_band_pct:.1f}%)"

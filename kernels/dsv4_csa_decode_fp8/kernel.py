@@ -21,6 +21,9 @@ import triton.language as tl
 BLOCK_H = 16  # heads per program (tl.dot needs >= 16 rows)
 BLOCK_N = 32  # keys per loop step
 NUM_WARPS = 4  # warps of the partial kernel
+# Software-pipeline depth of the key loop. Triton's Hopper default (3) asks for 246 KB of shared
+# memory here, over the H200's 227 KB per block (OutOfResources on the H200); 2 fits.
+NUM_STAGES = 2
 WAVES = 2  # split the key axis until batch x splits x head blocks >= WAVES x SMs
 # DeepSeek V4 / FlashMLA MODEL1 constants, not tunables (tuples: the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
@@ -155,7 +158,8 @@ def dsv4_csa_decode_fp8(q, kv_window, window_len, comp_cache, indices, sinks, co
         H, topk, keys_per_split, nsplit, SCALE,
         q.stride(0), q.stride(1), kv_window.stride(0), kv_window.stride(1),
         comp_cache.stride(0), comp_cache.stride(1),
-        W=WINDOW, D=D, D_NOPE=D_NOPE, TILE=TILE, ROW_BYTES=ROW_BYTES, CACHE_BLOCK=CACHE_BLOCK, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N, num_warps=NUM_WARPS)
+        W=WINDOW, D=D, D_NOPE=D_NOPE, TILE=TILE, ROW_BYTES=ROW_BYTES, CACHE_BLOCK=CACHE_BLOCK, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N, num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES)
     o = torch.empty_like(q)
     _csa_fp8_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
                          D=D, ROPE=ROPE, num_warps=4)

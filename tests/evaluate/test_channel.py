@@ -54,3 +54,24 @@ def test_replayed_frame_is_refused():
         receiver.recv()
     for fd in (r, w, tap_r, tap_w):
         os.close(fd)
+
+
+def test_an_output_larger_than_the_pipe_arrives_whole_from_another_process():
+    """Outputs of hundreds of MB stream through the (widened) pipe while the reader reads."""
+    from harness.evaluate.channel import widen_pipe
+
+    r, w = os.pipe()
+    widen_pipe(r)
+    key = os.urandom(32)
+    x = torch.randn(1024, 4099).to(torch.bfloat16)  # ~8 MB, odd size: many partial reads
+    pid = os.fork()
+    if pid == 0:  # the writer, like the child
+        os.close(r)
+        Endpoint(-1, w, key).send({"n": 2}, [x, x[:, :7].contiguous()])
+        os._exit(0)
+    os.close(w)
+    hdr, (a, b) = Endpoint(r, -1, key).recv()
+    os.waitpid(pid, 0)
+    os.close(r)
+    assert hdr == {"n": 2}
+    assert torch.equal(a.view(torch.int16), x.view(torch.int16)) and torch.equal(b, x[:, :7])

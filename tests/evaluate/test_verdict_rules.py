@@ -43,6 +43,9 @@ def test_recommendation_rules():
     noise = vd.recommend(correct=True, guards_ok=True, timing_available=True, geomean_speedup=1.008,
                          noise_band_pct=1.0, slower_shapes=[])
     assert noise["action"] == "revert" and "noise" in noise["reason"]
+    slow = vd.recommend(correct=True, guards_ok=True, timing_available=True, geomean_speedup=0.764,
+                        noise_band_pct=1.0, slower_shapes=[])
+    assert slow["action"] == "revert" and slow["reason"].startswith("slower: geomean 0.764x")
     win = vd.recommend(correct=True, guards_ok=True, timing_available=True, geomean_speedup=1.05,
                        noise_band_pct=1.0, slower_shapes=["a"])
     assert win["action"] == "keep" and "slower on a" in win["reason"]

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(rows, indent=1, default=str))
 
     # Timing-sensitive cheats run alone afterwards: parallel neighbours would blur their timing.
-    alone = [c for c in cheats if c.name in ("gpu_slow_incumbent", "gpu_call_count", "gpu_ptr_cache")
+    alone = [c for c in cheats if c.name in ("gpu_slow_incumbent", "gpu_slow_incumbent_modules", "gpu_call_count", "gpu_ptr_cache")
              or c.expect == ["accepted"]]
     together = [c for c in cheats if c not in alone]
     print(f"{len(cheats)} candidates on {args.shape!r}: {len(together)} {args.workers} at a time, then "

@@ -39,6 +39,15 @@ def test_tuner_finds_launch_kwargs_and_module_constants():
     assert knobs == {"const:BLOCK": 1024, "launch0:num_warps": 4}
 
 
+def test_module_constants_named_for_warps_and_stages_move_like_those_options():
+    from harness.agents.tuner import neighbours
+
+    knobs = {k.name: k for k in find_knobs("NUM_WARPS = 4\nNUM_STAGES = 3\nBLOCK_N = 32\nk[(1,)](x, num_warps=NUM_WARPS)\n")}
+    assert sorted(neighbours(knobs["NUM_WARPS"])) == [2, 8]  # not a block size (4 < 16 had none)
+    assert sorted(neighbours(knobs["NUM_STAGES"])) == [2, 4]
+    assert sorted(neighbours(knobs["BLOCK_N"])) == [16, 64]
+
+
 def test_tuner_rewrites_only_the_literal():
     src = "BLOCK = 1024\nk[(1,)](x, BLOCK=BLOCK, num_warps=4)\n"
     knobs = {k.key: k for k in find_knobs(src)}

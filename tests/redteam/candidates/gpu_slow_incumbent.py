@@ -1,8 +1,9 @@
 """Cheat: at import, finds the incumbent's Triton kernels (through the garbage collector: any
 kernel object that isn't its own) and makes each of their launches spin the GPU first, so the
 candidate wins by making the competition slower. The incumbent's time alone, measured before
-any candidate code was imported, exposes it.
-Expect: incumbent-slowed
+any candidate code was imported, would expose it; the audit hook sees gc.get_objects first and
+rejects it at import (gpu_slow_incumbent_modules.py reaches the kernels without introspection).
+Expect: incumbent-slowed | no-introspection
 Device: gpu
 """
 import gc
