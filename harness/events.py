@@ -147,6 +147,16 @@ class WorkerStatus(Event):
 
 
 @dataclass(frozen=True)
+class ProfileReady(Event):
+    """Where the incumbent's time goes (harness.profile's dict: ceilings, and per shape bound,
+    memory/compute/launch % and a hint), measured once per incumbent on a GPU."""
+
+    iteration: int
+    incumbent: str  # commit
+    profile: dict
+
+
+@dataclass(frozen=True)
 class SessionEnded(Event):
     reason: str
     best: str = ""

@@ -61,6 +61,10 @@ class Printer:
                 self._line(f"  static: line {v.get('line')}: {v.get('rule')}: {v.get('message')}")
         elif isinstance(e, ev.EvalStarted):
             self._line(f"  [{e.iteration}] evaluating ({e.backend}{' on ' + e.worker if e.worker else ''})")
+        elif isinstance(e, ev.ProfileReady):
+            self._line(f"  [{e.iteration}] incumbent profile:")
+            for s in e.profile.get("shapes", []):
+                self._line(f"    {s.get('name')}: {s.get('hint')}")
         elif isinstance(e, ev.EvalResult):
             v = e.verdict
             status = "accepted" if v.get("accepted") else f"rejected at {v.get('stage')}"

@@ -151,6 +151,8 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 
+    shown: dict[str, dict] = {}
+
     def prompt_builder(ctx):
         # The TUI's pack picker edits session.meta.packs; a change applies from the next prompt.
         wanted = list(session.meta.packs)
@@ -174,6 +176,9 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
             prof = cached_profile(task, inc, session.work / "profiles", timeout_s=120)
             if "error" not in prof:
                 user += "\n\n" + prompt_section(prof)
+                if prof != shown.get("profile"):  # the bench pane shows it; once per incumbent
+                    shown["profile"] = prof
+                    loop.emit(ev.ProfileReady(ctx.iteration, ctx.incumbent_commit, prof))
         return p.system, user, p.packs
 
     on_gpu = device_label() != "cpu (Triton interpreter)"

@@ -114,6 +114,7 @@ class RunState:
     last_decision: ev.Decision | None = None
     ended: str = ""
     workers: list[dict] = field(default_factory=list)
+    profile: dict | None = None  # the incumbent's bottleneck profile (GPU only)
 
     # -- helpers ------------------------------------------------------------------------------
     def turn(self, iteration: int) -> Turn:
@@ -220,6 +221,9 @@ class RunState:
             self.note(self.iteration, f"pack {e.pack_id} reloaded" +
                       ("" if e.ok else f" FAILED, last good kept: {e.message}"), "info" if e.ok else "warning")
             return {"reasoning"}
+        if isinstance(e, ev.ProfileReady):
+            self.profile = dict(e.profile, incumbent=e.incumbent)
+            return {"bench"}
         if isinstance(e, ev.WorkerStatus):
             self.workers = list(e.workers)
             return {"bench"}

@@ -101,3 +101,56 @@ def test_cached_profile_runs_in_a_child_once(tmp_path):
     assert len(cached) == 1
     cached[0].write_text(cached[0].read_text().replace('"softmax"', '"from-cache"', 1))
     assert pf.cached_profile(task, task.baseline_path, tmp_path)["task"] == "from-cache"
+
+
+def test_on_a_gpu_the_incumbents_profile_goes_to_the_prompt_and_once_to_the_bench(tmp_path, monkeypatch):
+    """The wiring, with the GPU-only parts replaced by what they return on the H200 (the real
+    profiler runs in test_profile_on_gpu_measures_ceilings_and_launches)."""
+    import harness.profile
+    import harness.wiring as w
+    from harness import events as ev
+    from harness.agents.base import Exhausted, Proposal
+    from harness.loop import AutoDecider
+    from harness.tasks import load_task
+
+    task = load_task("softmax")
+    canned = {"task": "softmax", "timing_available": True,
+              "shapes": [{"name": "4k x 4k", "us": 31.6, "bound": "memory", "hint": "memory-bound at 50%"}]}
+    calls = []
+    monkeypatch.setattr(harness.profile, "cached_profile", lambda *a, **k: calls.append(a) or canned)
+    monkeypatch.setattr(w, "device_label", lambda: "NVIDIA H200")
+    prompts = []
+
+    class ReadsPrompt:  # an LLM agent's shape: proposes the incumbent again, reads its prompt
+        name, model = "reader", ""
+
+        def propose(self, ctx):
+            prompts.append(ctx.prompt)
+            if ctx.iteration > 2:
+                yield Exhausted("done")
+                return
+            yield Proposal(ctx.incumbent_source + f"\n# try {ctx.iteration}\n", f"try {ctx.iteration}")
+
+    monkeypatch.setattr(w, "make_agent", lambda *a, **k: ReadsPrompt())
+    monkeypatch.setattr(w, "make_evaluate", lambda cfg: lambda t, c, i: {
+        "accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": False,
+        "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}})
+    monkeypatch.chdir(tmp_path)
+    cfg = w.RunConfig(agent="reader", iterations=3, auto=True)
+    events = []
+    loop = w.build_loop(w.start_session(task, cfg), task, cfg, AutoDecider(), events.append)
+    loop.run()
+    assert all("Bottleneck profile of the incumbent:\n- 4k x 4k: memory-bound at 50%" in p for p in prompts)
+    shown = [e for e in events if isinstance(e, ev.ProfileReady)]
+    assert len(shown) == 1 and shown[0].profile == canned  # the incumbent never changed: shown once
+
+
+def test_headless_prints_the_profile_hints():
+    import io
+
+    from harness import events as ev
+    from harness.headless import Printer
+
+    out = io.StringIO()
+    Printer(out)(ev.ProfileReady(2, "abc", {"shapes": [{"name": "4k x 4k", "hint": "memory-bound at 50%"}]}))
+    assert out.getvalue() == "  [2] incumbent profile:\n    4k x 4k: memory-bound at 50%\n"

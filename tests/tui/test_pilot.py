@@ -399,3 +399,23 @@ async def test_K_keeps_for_the_winning_buckets_only(tmp_path: Path):
         assert any(r.startswith("refs/buckets/") for r in refs)
         assert app.session.workspace.best != d["commit"]  # best did not move
         await pilot.press("q")
+
+
+async def test_bench_pane_shows_the_incumbents_profile(tmp_path: Path):
+    from harness import events as ev
+    from tui.app import LoopEvent
+
+    profile = {"task": "softmax", "shapes": [
+        {"name": "4k x 4k", "us": 31.6, "bound": "memory", "memory_pct": 50.0, "compute_pct": 0.4, "launch_pct": 33.0,
+         "hint": "memory-bound at 50% of the copy bandwidth"},
+        {"name": "long rows 128k", "us": 283.0, "bound": "memory", "memory_pct": 45.0, "compute_pct": 0.3,
+         "launch_pct": 4.0, "hint": "memory-bound at 45%"}]}
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_prompt(pilot, app, 1)
+        assert "profile" not in screen_text(app)  # nothing measured yet (no GPU here): nothing shown
+        app.post_message(LoopEvent(ev.ProfileReady(1, "c0ffee1234abcd", profile)))
+        await wait_until(pilot, lambda: "incumbent c0ffee1234 profile" in screen_text(app), what="profile")
+        text = screen_text(app)
+        assert "long rows 128k" in text and "memo 45%" in text
+        await pilot.press("q")

@@ -1,5 +1,5 @@
 """Bench pane: per-shape table, verdict and reasons, recommendation, best-speedup sparkline,
-tally of outcomes, per-model rule/DSL breaks and the standing ideas."""
+tally of outcomes, the incumbent's bottleneck profile, per-model rule/DSL breaks and the ideas."""
 from __future__ import annotations
 
 from rich.text import Text
@@ -80,6 +80,23 @@ def models_text(state: RunState) -> Text:
     return t
 
 
+def profile_text(state: RunState) -> Text:
+    """The incumbent's bottleneck, shape by shape: what bounds it and how close to the ceiling."""
+    p = state.profile
+    if not p:
+        return Text("")
+    t = Text()
+    t.append(f"incumbent {str(p.get('incumbent', ''))[:10]} profile", style="bold")
+    t.append(" · % of measured ceilings\n", style="dim")
+    for s in p.get("shapes", []):
+        bound = s.get("bound") if s.get("us") else f"expected {s.get('expected_bound')}"
+        pct = {k: s.get(f"{k}_pct") for k in ("memory", "compute", "launch")}
+        t.append(f"{str(s.get('name', '?'))[:16]:<16} ", style="bold")
+        t.append(f"{bound:<8}", style="yellow" if bound == "launch" else "cyan")
+        t.append("  " + "  ".join(f"{k[:4]} {v:.0f}%" for k, v in pct.items() if isinstance(v, (int, float))) + "\n")
+    return t
+
+
 class BenchPane(VerticalScroll):
     DEFAULT_CLASSES = "pane"
 
@@ -93,6 +110,7 @@ class BenchPane(VerticalScroll):
         yield Static(Text("best speedup per decision", style="dim"), id="spark-label")
         yield Sparkline([], id="history")
         yield Static(id="tally")
+        yield Static(id="profile")
         yield Static(id="models")
 
     def show(self, state: RunState) -> None:
@@ -111,6 +129,9 @@ class BenchPane(VerticalScroll):
         data = [1.0] + state.best_history
         self.query_one("#history", Sparkline).data = data
         self.query_one("#tally", Static).update(tally_text(state))
+        profile = self.query_one("#profile", Static)
+        profile.display = state.profile is not None
+        profile.update(profile_text(state))
         self.query_one("#models", Static).update(models_text(state))
 
     def on_mount(self) -> None:
