@@ -13,7 +13,8 @@
 #   e2e        bench/e2e.py (softmax + rmsnorm kernels stacked in one workload)
 #   dsv4tune   the offline tuner on each DeepSeek V4 task ($DSV4_ITERS iterations, $DSV4_TIMEOUT s each)
 #   fp8        bench/dsv4.py on the FP8-cache CSA decode task
-#   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch, verdicts compared
+#   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
+#              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
 # Each section gets min(its own limit, what is left of BUDGET_S); one that can't get 30 s is skipped,
 # so a call of the device tool never runs past its limit. Logs go to $OUT (or ./h200-out).
 set -uo pipefail
@@ -97,7 +98,9 @@ EOF
     fp8) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/dsv4.py" --tasks dsv4_csa_decode,dsv4_csa_decode_fp8 --json "$OUT/dsv4_fp8.json" 2>&1 | tee "$OUT/dsv4_fp8.txt" | tail -30 ;;
     scale) L=$(limit ${SCALE_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/bench/throughput.py" softmax --n 10 --broken ${SCALE_ARGS:-} --json "$OUT/throughput.json" 2>&1 | tee "$OUT/throughput.txt" | tail -40 ;;
+      timeout "$L" python3 "$REPO/bench/throughput.py" softmax --n 10 --broken --backends "${SCALE_BACKENDS:-local,pool,ray}" \
+          --shapes "${SCALE_SHAPES:-4k x 4k}" --samples "${SCALE_SAMPLES:-20}" --json "$OUT/throughput.json" 2>&1 \
+          | tee "$OUT/throughput.txt" | tail -40 ;;
     *) echo "unknown section $s"; continue ;;
   esac
   echo "== section $s took $(( $(date +%s) - start )) s" | tee -a "$OUT/sections.txt"
