@@ -6,6 +6,7 @@ output (zeros, a constant, a copy of the input) would pass: such a task rewards 
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import os
@@ -194,6 +195,22 @@ def _str(data: dict, key: str, path: Path, default: str | None = None) -> str:
     return v
 
 
+def check_baseline_defines_entry(kernel: Path, entry: str) -> None:
+    """kernel.py parses and has a module-level `def <entry>`, read with ast (never imported): a
+    baseline without the entry fails every candidate derived from it, so the task is refused."""
+    try:
+        tree = ast.parse(kernel.read_text(encoding="utf-8"), filename=str(kernel))
+    except SyntaxError as e:
+        raise TaskError(kernel, "", f"not valid Python at line {e.lineno}: {e.msg}") from None
+    except ValueError as e:  # null bytes (3.11), undecodable bytes
+        raise TaskError(kernel, "", f"not valid Python ({e})") from None
+    except OSError as e:
+        raise TaskError(kernel, "", f"unreadable ({e})") from None
+    if not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry for n in tree.body):
+        raise TaskError(kernel, entry, f"no module-level `def {entry}(...)`, the entry task.toml names; "
+                                       "rename the function or fix `entry`")
+
+
 def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     root = find_task_dir(name_or_path)
     path = root / "task.toml"
@@ -234,6 +251,7 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     for fname in ("reference.py", "kernel.py"):
         if not (root / fname).is_file():
             raise TaskError(root / fname, "", "missing (every task needs reference.py and kernel.py)")
+    check_baseline_defines_entry(root / "kernel.py", entry)
     task = Task(
         name=name, summary=str(data.get("summary", "")), dsl=dsl, entry=entry, dtypes=list(dtypes),
         shapes=shapes, interpreter_shapes=interp, tolerance=tolerance, root=root,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from pathlib import Path
 
@@ -71,22 +70,6 @@ def check_pack_ids(cfg) -> str | None:
     return None
 
 
-def check_baseline(task) -> str | None:
-    """The task's kernel.py must parse and define the entry: otherwise every candidate the agent
-    derives from it is rejected, and the session is wasted. None when it does."""
-    path = task.baseline_path
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except SyntaxError as e:
-        return f"{path}:{e.lineno}: the task's baseline is not valid Python ({e.msg}); fix it before running"
-    except (OSError, UnicodeDecodeError) as e:
-        return f"{path}: cannot read the task's baseline ({e})"
-    if not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == task.entry for n in tree.body):
-        return (f"{path}: the baseline defines no module-level `def {task.entry}(...)`, the entry that "
-                f"{task.toml_path} names; rename the function or fix `entry`")
-    return None
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         task = load_task(args.task)
@@ -97,10 +80,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if value < 1:
             print(f"warpsmith: {flag} {value}: must be at least 1", file=sys.stderr)
             return 2
-    for problem in (check_baseline(task), check_agent_spec(args.agent)):
-        if problem:
-            print(f"warpsmith: {problem}", file=sys.stderr)
-            return 2
+    problem = check_agent_spec(args.agent)  # (load_task has checked kernel.py and its entry)
+    if problem:
+        print(f"warpsmith: {problem}", file=sys.stderr)
+        return 2
     from harness.wiring import RunConfig, make_agent, start_session
 
     cfg = RunConfig.from_args(args)

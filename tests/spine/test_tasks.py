@@ -76,6 +76,24 @@ def test_reference_without_make_inputs_is_named(task_dir):
         load_task(task_dir)
 
 
+def test_kernel_without_the_entry_function_is_refused_at_load(task_dir):
+    kernel = task_dir / "kernel.py"
+    source = kernel.read_text().replace("def softmax(x):", "def my_softmax(x):")
+    kernel.write_text("raise RuntimeError('kernel.py was imported')\n" + source)  # read, never run
+    with pytest.raises(TaskError) as e:
+        load_task(task_dir, check_null=False)
+    msg = str(e.value)
+    assert "kernel.py" in msg and "def softmax(...)" in msg and "entry" in msg and "\n" not in msg
+
+
+def test_kernel_that_does_not_parse_is_refused_with_pythons_line(task_dir):
+    (task_dir / "kernel.py").write_text("import torch\n\ndef softmax(x:\n    return x\n")
+    with pytest.raises(TaskError) as e:
+        load_task(task_dir, check_null=False)
+    msg = str(e.value)
+    assert "kernel.py" in msg and "not valid Python at line 3" in msg and "\n" not in msg
+
+
 def test_unknown_task_lists_known_ones():
     with pytest.raises(TaskError, match="softmax"):
         load_task("no_such_task")
