@@ -151,6 +151,12 @@ def find_task_dir(name_or_path: str | Path) -> Path:
     for d in kernel_dirs():
         if (d / str(name_or_path) / "task.toml").is_file():
             return d / str(name_or_path)
+    if p.is_dir():
+        raise TaskError(p, "", "not a task folder: no task.toml in it")
+    if p.exists():
+        raise TaskError(p, "", "not a task: give the folder that holds task.toml, or a task name")
+    if len(p.parts) > 1 or str(name_or_path).startswith((".", "~")):
+        raise TaskError(p, "", "no such task folder")
     known = ", ".join(sorted({t.name for d in kernel_dirs() if d.is_dir() for t in d.iterdir()
                               if (t / "task.toml").is_file()}))
     raise TaskError(name_or_path, "", f"no such task (known: {known or 'none'})")
