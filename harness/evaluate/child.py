@@ -287,6 +287,18 @@ def error_reply(kind: str, e: BaseException) -> dict:
             "traceback": tb[-TRACE_TAIL:]}
 
 
+def preload() -> None:
+    """Import torch, triton and what the torch-compute watch pulls in (torch._dynamo) without
+    touching a device. Harness code only: no task or candidate is known yet."""
+    import torch
+    import triton  # noqa: F401
+
+    from harness.evaluate import timing  # noqa: F401
+
+    with guards.TorchComputeWatch():
+        torch.empty(1) + 1
+
+
 def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[1]), int(argv[2])
     key = bytes(_read_exact(rfd, 32))
@@ -295,6 +307,11 @@ def main(argv: list[str]) -> int:
     os.set_inheritable(wfd, False)
     ep = Endpoint(rfd, wfd, key)
     del key
+    # The slow, device-free part of a start, before the job arrives: a spare child (see
+    # ChildProcess.for_task) does it while the previous evaluation is still running.
+    t0 = time.monotonic()
+    preload()
+    preload_s = time.monotonic() - t0
     job, _ = ep.recv()
     import resource
 
@@ -308,7 +325,7 @@ def main(argv: list[str]) -> int:
     if not job.get("on_gpu"):
         interpreter_autotune()
     t0 = time.monotonic()
-    startup: dict[str, float] = {}  # where a child's start-up time goes, for the verdict's phases_s
+    startup: dict[str, float] = {"preload": preload_s}  # where a child's start-up time goes
     try:
         child = Child(ep, job, startup)
     except BaseException as e:  # noqa: BLE001 - a broken task or torch install, not the candidate

@@ -7,6 +7,7 @@ correctness -> guard -> timing. The verdict is a plain dict (see DESIGN.md, "Ver
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import math
 import os
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
@@ -74,6 +76,9 @@ class EvalOptions:
     samples: int = 40                    # timed samples per side per shape
     warmup: int = 5
     remeasure_big_wins: bool = True
+    # Start the next evaluation's child while this one runs (None: where there are cores to spare;
+    # on 2 cores its imports would slow the interpreter running this evaluation).
+    spare_child: bool | None = None
     python: str = sys.executable
 
 
@@ -120,15 +125,17 @@ def _default_mem_cap() -> float:
 class ChildProcess:
     """One spawned child: private pipes, scrubbed env, own cwd, deadline, memory watchdog."""
 
-    def __init__(self, task: Task, on_gpu: bool, opts: EvalOptions):
+    def __init__(self, task: Task | None, on_gpu: bool, opts: EvalOptions):
+        """Spawn a child; with a task, also give it its job. Without one it is a spare: it imports
+        torch and triton (the slow part of a start, CPU only) and waits for `assign`."""
         self.busy_s = 0.0
         self.round_trip_s = 0.0
         self._rss_checked = 0.0
+        self.on_gpu = on_gpu
         self.tmp = Path(tempfile.mkdtemp(prefix="warpsmith-eval-"))
         self.cwd = self.tmp / "cwd"
         self.cwd.mkdir()
         self.log_path = self.tmp / "output.log"
-        self.mem_cap = int((opts.mem_cap_gb * 2**30) if opts.mem_cap_gb else _default_mem_cap())
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         widen_pipe(res_r)
@@ -146,11 +153,43 @@ class ChildProcess:
         self.ep.wait = self._wait
         self.deadline = math.inf
         self.peak_rss = 0
+        self.mem_cap = int(_default_mem_cap())
+        self.assigned = False
         os.write(req_w, self.key)
+        if task is not None:
+            self.assign(task, opts)
+
+    def assign(self, task: Task, opts: EvalOptions) -> None:
+        self.assigned = True
+        self.mem_cap = int((opts.mem_cap_gb * 2**30) if opts.mem_cap_gb else _default_mem_cap())
         # The child caps its own address space before importing anything of the candidate's (CPU
         # only: CUDA reserves huge virtual ranges); the RSS watchdog in _wait is the backstop.
-        self.ep.send({"task_root": str(task.root), "entry": task.entry, "dtype": task.dtypes[0], "on_gpu": on_gpu,
-                      "rlimit_as": None if on_gpu else self.mem_cap + 8 * 2**30})
+        self.ep.send({"task_root": str(task.root), "entry": task.entry, "dtype": task.dtypes[0],
+                      "on_gpu": self.on_gpu, "rlimit_as": None if self.on_gpu else self.mem_cap + 8 * 2**30})
+
+    @classmethod
+    def for_task(cls, task: Task, on_gpu: bool, opts: EvalOptions) -> "ChildProcess":
+        """A child for one evaluation: the spare started during the previous one when it matches
+        (same interpreter, device and environment), else a new one; then a new spare for the next.
+
+        Why: importing torch, triton and torch's dispatch modes took 8-10 s of every evaluation on
+        the H200; a spare pays that while the loop is busy elsewhere. Every candidate still gets a
+        process of its own that no candidate code has run in (a spare runs only harness code)."""
+        key = _spare_key(on_gpu, opts.python)
+        with _SPARES_LOCK:  # evaluations may run in threads (the red-team suite, pool workers)
+            child = _SPARES.pop(key, None)
+            if child is not None and child.proc.poll() is not None:
+                child.close()
+                child = None
+            if child is None:
+                child = cls(task, on_gpu, opts)
+            else:
+                child.assign(task, opts)
+            if opts.spare_child or (opts.spare_child is None and (os.cpu_count() or 1) >= 4):
+                for stale in list(_SPARES):  # one spare at a time: a changed environment retires the old
+                    _SPARES.pop(stale).close()
+                _SPARES[key] = cls(None, on_gpu, opts)
+        return child
 
     def _wait(self, fd: int) -> None:
         while True:
@@ -224,7 +263,7 @@ class ChildProcess:
             self.proc.wait()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        if self.proc.poll() is None and self.assigned:  # (a spare has no job to say goodbye to)
             try:
                 self.deadline = time.monotonic() + 10
                 self.ep.send({"op": "bye"})
@@ -242,6 +281,23 @@ class ChildProcess:
             except OSError:
                 pass
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+_SPARES: dict[tuple, ChildProcess] = {}
+_SPARES_LOCK = threading.Lock()
+
+
+def _spare_key(on_gpu: bool, python: str) -> tuple:
+    env = scrubbed_env(on_gpu=on_gpu)
+    env.pop("HOME", None)  # each child's own scratch dir
+    return (python, on_gpu, tuple(sorted(env.items())))
+
+
+@atexit.register
+def close_spares() -> None:
+    with _SPARES_LOCK:
+        while _SPARES:
+            _SPARES.popitem()[1].close()
 
 
 def derive_seed(secret: int, *parts: Any) -> int:
@@ -413,7 +469,7 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
 
     ref_mod = task.load_reference()
     run.stage = "import"
-    child = ChildProcess(task, on_gpu, opts)
+    child = ChildProcess.for_task(task, on_gpu, opts)
     timing_ok = on_gpu and opts.time
     # Wall seconds per phase in the verdict: where an evaluation's time goes, on any machine.
     phases: dict[str, float] = v.setdefault("phases_s", {})

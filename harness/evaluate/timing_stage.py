@@ -156,7 +156,7 @@ def _remeasure(run: "_Run", v: dict, task: Task, ref_mod: ModuleType, shapes: li
     from harness.evaluate.runner import ChildFailed, ChildProcess, derive_seed
 
     first = v["geomean_speedup"]
-    child = ChildProcess(task, True, opts)
+    child = ChildProcess.for_task(task, True, opts)
     try:
         child.start(opts.import_timeout_s)
         for role, path in (("incumbent", incumbent), ("candidate", candidate)):
