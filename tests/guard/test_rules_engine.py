@@ -150,6 +150,16 @@ def test_violation_dict_and_syntax_error(softmax_task):
     assert isinstance(found[0], Violation)
 
 
+def test_syntax_error_carries_pythons_own_message_and_line(softmax_task):
+    src = "import torch\n\n\ndef softmax(x):\n    y = torch.exp(x\n    return y / y.sum(-1, keepdim=True)\n"
+    [v] = check_source(src, softmax_task)
+    assert v.rule == "python-syntax"
+    assert "invalid syntax at line 5: '(' was never closed" in v.message
+    assert (v.line, v.snippet) == (5, "y = torch.exp(x")
+    [v] = check_source("def softmax(x):\n    y = = x\n    return y\n", softmax_task)
+    assert v.message == "The candidate is not valid Python: invalid syntax at line 2." and v.line == 2
+
+
 def test_entry_name_is_put_into_messages(softmax_task):
     found = check_source("import torch\n", softmax_task)
     msgs = [v.message for v in found if v.rule == "entry-defined"]
