@@ -4,7 +4,9 @@ is the pack `dsl-<task.dsl>`, always applied; its structural checks live in harn
 """
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Iterable
 
@@ -68,17 +70,41 @@ def _snippet(source_lines: list[str], node) -> str:
     return line.strip()[:160]
 
 
+def _python_says(source: str) -> tuple[str, int, int] | None:
+    """Python's own parser on a candidate tree-sitter could not read: (message, line, col), or None
+    if Python accepts it. Its messages are the ones people (and models) know; asked only on error,
+    so a clean candidate pays nothing for it (ast.parse would add about a third to the check)."""
+    try:
+        with warnings.catch_warnings():  # invalid escapes etc.: not this rule's business, not on stderr
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except SyntaxError as e:
+        where = f" at line {e.lineno}" if e.lineno else ""
+        what = "" if e.msg == "invalid syntax" else f": {e.msg}"
+        return f"invalid syntax{where}{what}", e.lineno or 1, e.offset or 1
+    except ValueError as e:  # null bytes (3.11)
+        return f"invalid source: {e}", 1, 1
+    return None
+
+
 def _syntax_violation(model) -> Violation | None:
     root = model.root
     if not root.has_error:
         return None
-    for n in walk(root):
+    source = model.source.decode("utf-8", "replace")
+    lines = source.splitlines()
+    said = _python_says(source)
+    if said is not None:
+        msg, r, c = said
+        return Violation(SYNTAX_RULE, f"The candidate is not valid Python: {msg}.", r, c,
+                         lines[r - 1].strip()[:160] if 0 < r <= len(lines) else "")
+    for n in walk(root):  # Python reads it, tree-sitter can't: fail closed, at tree-sitter's error
         if n.type == "ERROR" or n.is_missing:
             r, c = n.start_point
-            lines = model.source.decode("utf-8", "replace").splitlines()
-            return Violation(SYNTAX_RULE, "The candidate is not valid Python: fix the syntax error here.",
-                             r + 1, c + 1, lines[r].strip()[:160] if r < len(lines) else "")
-    return Violation(SYNTAX_RULE, "The candidate is not valid Python.", 1, 1, "")
+            return Violation(SYNTAX_RULE, "The guard's parser cannot read this line (Python's can): "
+                             "write it more plainly.", r + 1, c + 1, lines[r].strip()[:160] if r < len(lines) else "")
+    return Violation(SYNTAX_RULE, "The guard's parser cannot read this candidate (Python's can): write it more "
+                     "plainly.", 1, 1, "")
 
 
 _MAIN_TEST = re.compile(r"""^__name__\s*==\s*(['"])__main__\1$|^(['"])__main__\2\s*==\s*__name__$""")
