@@ -74,11 +74,16 @@ class Session:
 
     @classmethod
     def open(cls, sid: str, base: Path | None = None) -> "Session":
+        """The session whose id is `sid`, or the one session whose id starts with it."""
         root = sessions_root(base) / sid
         if not (root / "session.json").is_file():
-            matches = [p for p in sessions_root(base).glob(f"{sid}*") if (p / "session.json").is_file()]
-            if len(matches) != 1:
-                known = ", ".join(p.name for p in list_sessions(base)) or "none"
+            every = list_sessions(base)
+            matches = [p for p in every if sid and p.name.startswith(sid)]
+            if len(matches) > 1:
+                raise SessionError(f"session id {sid!r} is ambiguous: it starts {len(matches)} sessions ("
+                                   f"{', '.join(p.name for p in matches)}); give more of it")
+            if not matches:
+                known = ", ".join(p.name for p in every) or "none"
                 raise SessionError(f"no session {sid!r} under {sessions_root(base)} (known: {known})")
             root = matches[0]
         try:

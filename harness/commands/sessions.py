@@ -33,13 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _open(sid: str) -> Session | None:
     try:
         return Session.open(sid)
-    except SessionError as e:
-        matches = [p.name for p in list_sessions() if p.name.startswith(sid)]
-        if len(matches) > 1:  # Session.open says "no session" for a prefix that fits several
-            print(f"warpsmith: session id {sid!r} is ambiguous: it starts {', '.join(matches)}; "
-                  "give more of it", file=sys.stderr)
-        else:
-            print(f"warpsmith: {e}", file=sys.stderr)
+    except SessionError as e:  # unknown, unreadable, or a prefix of several ids (listed)
+        print(f"warpsmith: {e}", file=sys.stderr)
         return None
 
 

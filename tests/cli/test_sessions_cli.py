@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from harness.cli import main
 from harness.tasks import load_task
 from harness.wiring import RunConfig, start_session
@@ -21,3 +23,18 @@ def test_ambiguous_prefix_is_named_as_such(tmp_path, monkeypatch, capsys):
     assert main(["sessions", "show", a.id]) == 0
     assert main(["sessions", "show", "zzz-nope"]) == 2
     assert "no session 'zzz-nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["sessions", "show"], ["sessions", "resume", "--headless", "--auto"],
+                                     ["sessions", "export", "-o", "out.py"], ["report", "-o", "r.md"]])
+def test_every_command_taking_a_session_id_refuses_an_ambiguous_prefix(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    task = load_task("softmax", check_null=False)
+    a = start_session(task, RunConfig(), base=tmp_path)
+    b = start_session(task, RunConfig(), base=tmp_path)
+    common = os.path.commonprefix([a.id, b.id])
+    assert main([*command, common]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{common!r} is ambiguous" in err and a.id in err and b.id in err
+    assert not (tmp_path / "out.py").exists() and not (tmp_path / "r.md").exists()
+
