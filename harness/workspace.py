@@ -65,6 +65,15 @@ class Workspace:
     def best(self) -> str:
         return self.git("rev-parse", "refs/heads/best")
 
+    @property
+    def baseline(self) -> str:
+        """The commit the session started from (the task's kernel.py): refs/candidates/0000."""
+        return self.git("rev-parse", "refs/candidates/0000")
+
+    def ever_kept(self) -> bool:
+        """Whether any candidate was ever kept (best moved, or a refs/kept/NNNN exists)."""
+        return self.best != self.baseline or bool(self.refs("refs/kept/"))
+
     def source(self, commit: str) -> str:
         out = subprocess.run(["git", "-C", str(self.root), "show", f"{commit}:{CANDIDATE_FILE}"],
                              capture_output=True, text=True, env={**os.environ, **_GIT_ENV})

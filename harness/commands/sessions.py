@@ -98,8 +98,14 @@ def cmd_export(args) -> int:
     except ImportError:
         export_session = None
     out = Path(args.output)
+    ws = s.workspace
+    bucket_keeps = [r for r in s.journal.read() if r.get("kind") == "BucketKeep"]
+    if not ws.ever_kept() and not bucket_keeps:
+        out.write_text(ws.source(ws.baseline))
+        print(f"nothing was kept in this session: wrote the baseline (commit {ws.baseline[:10]}) to {out}")
+        return 0
     if export_session is not None:
         return export_session(s, out)
-    out.write_text(s.workspace.source(s.workspace.best))
-    print(f"wrote best kernel ({s.workspace.best[:10]}) to {out}")
+    out.write_text(ws.source(ws.best))
+    print(f"wrote best kernel ({ws.best[:10]}) to {out}")
     return 0
