@@ -230,6 +230,6 @@ class RunState:
         if isinstance(e, ev.SessionEnded):
             self.phase, self.ended = "ended", e.reason
             self.note(self.iteration, f"session ended: {e.reason}; best `{e.best[:10]}` after "
-                                      f"{e.iterations} iterations")
+                                      f"{e.iterations} iteration{'' if e.iterations == 1 else 's'}")
             return {"status", "reasoning"}
         return set()

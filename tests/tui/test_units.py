@@ -112,6 +112,13 @@ def test_state_tally_best_history_and_pruning():
     assert len(s.turns) == MAX_TURNS and s.pruned_turns == 7
 
 
+@pytest.mark.parametrize("n, words", [(1, "after 1 iteration"), (3, "after 3 iterations"), (0, "after 0 iterations")])
+def test_session_end_note_counts_iterations_in_good_english(n, words):
+    s = RunState()
+    s.apply(ev.SessionEnded("iteration limit", "c0ffee1234", n))
+    assert s.turns[-1].blocks[-1].text.endswith(words)
+
+
 def test_state_counts_dsl_and_rule_breaks_per_model():
     s = RunState(agent="anthropic:m1")
     s.apply(ev.CandidateProposed(1, "c1", "d", "", "src", "anthropic", "m1"))
