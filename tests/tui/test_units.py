@@ -10,6 +10,7 @@ from harness.loop import DecisionReply, DecisionRequest
 from tui.decider import DecisionAborted, TuiDecider
 from tui.state import MAX_TURNS, CandidateView, RunState
 from tui.widgets.diff import render_full, render_unified, split_pairs, unified_rows
+from tui.widgets.status import short_device, status_text
 from tui_helpers import FakeClock
 
 
@@ -140,3 +141,45 @@ def test_seal_point_cuts_at_paragraphs_outside_code_fences():
     fenced = "```python\n" + text  # an open fence: freezing now would split the code block
     assert seal_point(fenced, 0, len(fenced)) is None
     assert seal_point("short\n\ntext", 0, 11) is None
+
+
+def _busy_state(**kw) -> RunState:
+    base = dict(task="dsv4_csa_decode_fp8", agent="anthropic:claude-sonnet-4-5-20250929", device="NVIDIA H200",
+                packs=["h200", "reward-hacks", "dsl-triton", "long-context"], iteration=137, phase="evaluating",
+                input_tokens=12_345_678, output_tokens=987_654, cost_usd=123.45)
+    return RunState(**{**base, **kw})
+
+
+def test_status_line_fits_80_columns_keeping_mode_task_iteration_and_cost():
+    for state in (_busy_state(), _busy_state(mode="auto", paused=True),
+                  RunState(task="softmax", agent="script:demo", device="NVIDIA H200", packs=["h200", "reward-hacks"],
+                           iteration=2, phase="deciding", input_tokens=10610, output_tokens=1440, cost_usd=0.04)):
+        line = status_text(state, 80)
+        assert line.cell_len <= 80 and "\n" not in line.plain and line.no_wrap, line.plain
+        assert "MANUAL" in line.plain or "AUTO" in line.plain
+        assert f"{state.task} #{state.iteration}" in line.plain and f"${state.cost_usd:.2f}" in line.plain
+    demo = status_text(RunState(task="softmax", agent="script:demo", device="NVIDIA H200", packs=["h200", "x"],
+                                iteration=2, phase="deciding", input_tokens=10610, output_tokens=1440), 80).plain
+    assert "script:demo" in demo and "tok 10.6k/1.4k" in demo and demo.endswith("│ H200")  # shortened, not dropped
+
+
+def test_status_line_drops_nothing_when_wide_and_shrinks_in_priority_order():
+    state = _busy_state()
+    full = status_text(state, 300).plain
+    assert full == status_text(state).plain
+    assert "packs h200,reward-hacks,dsl-triton,long-context" in full and "tok 12345678/987654" in full
+    assert "NVIDIA H200" in full and "anthropic:claude-sonnet-4-5-20250929" in full
+    widths = range(len(full), 10, -1)
+    assert all(status_text(state, w).cell_len <= w for w in widths)
+    # packs go before the agent, the agent before the cost
+    assert any("packs" not in status_text(state, w).plain and "anthropic" in status_text(state, w).plain
+               for w in widths)
+    assert "$123.45" in status_text(state, 50).plain
+
+
+def test_short_device_names():
+    assert short_device("NVIDIA H200") == "H200"
+    assert short_device("NVIDIA GeForce RTX 4090") == "RTX 4090"
+    assert short_device("NVIDIA H100 80GB HBM3") == "H100"
+    assert short_device("cpu (Triton interpreter)") == "cpu"
+    assert short_device("") == "-"
