@@ -87,7 +87,8 @@ class Printer:
         elif isinstance(e, ev.WorkerStatus):
             self._line("  workers: " + "; ".join(f"{w['name']}({w.get('gpu', '-')}): {w['state']}" for w in e.workers))
         elif isinstance(e, ev.SessionEnded):
-            self._line(f"\nsession ended: {e.reason}; best {e.best[:10]} after {e.iterations} iterations")
+            self._line(f"\nsession ended: {e.reason}; best {e.best[:10]} after {e.iterations} "
+                       f"iteration{'' if e.iterations == 1 else 's'}")
 
 
 class StdinDecider:

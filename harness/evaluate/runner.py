@@ -405,7 +405,8 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         v["violations"] = violations
         errors = [viol for viol in violations if viol.get("severity", "error") == "error"]
         for viol in errors:
-            where = f" (line {viol.get('line')})" if viol.get("line") else ""
+            msg = str(viol.get("message"))
+            where = f" (line {viol.get('line')})" if viol.get("line") and f"line {viol.get('line')}" not in msg else ""
             run.reject("static", f"static:{viol.get('rule')}", f"{viol.get('message')}{where}")
         for viol in violations:
             if viol not in errors:  # warnings go to the agent and the person, not into the decision

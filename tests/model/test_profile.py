@@ -154,3 +154,15 @@ def test_headless_prints_the_profile_hints():
     out = io.StringIO()
     Printer(out)(ev.ProfileReady(2, "abc", {"shapes": [{"name": "4k x 4k", "hint": "memory-bound at 50%"}]}))
     assert out.getvalue() == "  [2] incumbent profile:\n    4k x 4k: memory-bound at 50%\n"
+
+
+@pytest.mark.parametrize("n, words", [(1, "after 1 iteration\n"), (2, "after 2 iterations\n")])
+def test_headless_session_end_counts_iterations_in_good_english(n, words):
+    import io
+
+    from harness import events as ev
+    from harness.headless import Printer
+
+    out = io.StringIO()
+    Printer(out)(ev.SessionEnded("done", "abcdef0123456", n))
+    assert out.getvalue().endswith(words)
