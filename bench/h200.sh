@@ -5,7 +5,7 @@
 #   eval       warpsmith eval of the softmax baseline against itself, with per-phase wall times
 #   tuner      warpsmith run softmax --headless --agent tuner --iterations $TUNER_ITERS --auto
 #   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py)
-#   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py)
+#   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
@@ -77,7 +77,7 @@ EOF
       k=""; [ -f "$WS/softmax_best.py" ] && k="--kernel $WS/softmax_best.py"
       timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
     redteam) L=$(limit 170) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
+      timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     timing) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }
