@@ -21,8 +21,8 @@ import triton.language as tl
 BLOCK_H = 16  # heads per program (tl.dot needs >= 16 rows)
 BLOCK_N = 32  # keys per loop step
 NUM_WARPS = 4  # warps of the partial kernel
-# Software-pipeline depth of the key loop. Triton's Hopper default (3) asks for 246 KB of shared
-# memory here, over the H200's 227 KB per block (OutOfResources on the H200); 2 fits.
+# Software-pipeline depth of the key loop. Triton's Hopper default (3) asks for 240 KiB of shared
+# memory here, over the H200's 227 KiB per block (OutOfResources on the H200); 2 should fit.
 NUM_STAGES = 2
 WAVES = 2  # split the key axis until batch x splits x head blocks >= WAVES x SMs
 # DeepSeek V4 / FlashMLA MODEL1 constants, not tunables (tuples: the offline tuner leaves them alone).
