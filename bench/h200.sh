@@ -15,6 +15,7 @@
 #   fp8        bench/dsv4.py on the FP8-cache CSA decode task
 #   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
 #              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
+#   busy       (several GPUs) one GPU's timings alone vs with every other GPU loaded (bench/busy_neighbours.py)
 # Each section gets min(its own limit, what is left of BUDGET_S); one that can't get 30 s is skipped,
 # so a call of the device tool never runs past its limit. Logs go to $OUT (or ./h200-out).
 set -uo pipefail
@@ -101,6 +102,9 @@ EOF
       timeout "$L" python3 "$REPO/bench/throughput.py" softmax --n 10 --broken --backends "${SCALE_BACKENDS:-local,pool,ray}" \
           --shapes "${SCALE_SHAPES:-4k x 4k}" --samples "${SCALE_SAMPLES:-20}" --json "$OUT/throughput.json" 2>&1 \
           | tee "$OUT/throughput.txt" | tail -40 ;;
+    busy) L=$(limit 300) || { echo "== skip $s"; continue; }  # several GPUs only
+      timeout "$L" python3 "$REPO/bench/busy_neighbours.py" softmax --repeats "${BUSY_REPEATS:-3}" \
+          --json "$OUT/busy.json" 2>&1 | tee "$OUT/busy.txt" ;;
     *) echo "unknown section $s"; continue ;;
   esac
   echo "== section $s took $(( $(date +%s) - start )) s" | tee -a "$OUT/sections.txt"

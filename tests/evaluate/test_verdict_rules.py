@@ -110,3 +110,10 @@ def test_scrubbed_env_drops_credentials_and_keeps_what_runs_code():
               "GITHUB_TOKEN", "SSH_AUTH_SOCK", "RANDOM_VAR"):
         assert k not in env
     assert scrubbed_env({"PATH": "/bin"}, on_gpu=False)["TRITON_INTERPRET"] == "1"
+
+
+def test_scrubbed_env_keeps_nvlink_multicast_switched_off():
+    """Shared GPU hosts turn NVLink multicast off by environment; a child must not lose that."""
+    off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    env = scrubbed_env({"PATH": "/bin", **off}, on_gpu=True)
+    assert {k: env.get(k) for k in off} == off
