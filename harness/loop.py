@@ -6,6 +6,7 @@ and a decision is on disk before the workspace acts on it, so a kill at any poin
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,12 @@ def summarize_verdict(verdict: dict) -> str:
     return "; ".join(parts)
 
 
+def code_key(source: str) -> str:
+    """Identity of a candidate's code, blind to trailing whitespace (editors and models add it)."""
+    text = "\n".join(line.rstrip() for line in source.splitlines()).strip()
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class Loop:
     def __init__(self, session: Session, task: Task, agent: Agent, decider: Decider,
                  evaluate: EvaluateFn, emit: Callable[[ev.Event], None] | None = None,
@@ -106,6 +113,7 @@ class Loop:
         self.undecided: list[dict] = []  # candidates proposed before a stop, not yet decided
         self._last_packs: list[dict] | None = None
         self.closers: list[Callable[[], None]] = []  # e.g. stop the pack watcher when the run ends
+        self._measured: dict[tuple[str, str], int] = {}  # (code, incumbent commit) -> iteration
         self._restore()
 
     # -- events -------------------------------------------------------------------------------
@@ -145,6 +153,7 @@ class Loop:
                 self.iteration = max(self.iteration, it)
             elif kind == "CandidateProposed":
                 proposals[it] = r
+                self.remember(it, r.get("source", ""), r.get("incumbent", ""))
             elif kind == "ProposalMeta":
                 metas[it] = r.get("meta") or {}
             elif kind == "EvalResult":
@@ -169,6 +178,20 @@ class Loop:
         # them all; this loop, which has at most one in flight, resumes the last).
         self.undecided = [{"iteration": it, "proposal": proposals[it], "meta": metas.get(it, {}),
                            "verdict": verdicts.get(it)} for it in sorted(set(proposals) - decided)]
+
+    # -- code already measured ----------------------------------------------------------------
+    def twin_of(self, source: str, incumbent_commit: str, incumbent_source: str) -> str | None:
+        """What this code is a copy of, if it needn't run: the incumbent itself, or a candidate
+        already measured against this same incumbent (against another one it is a new question).
+        Agents re-propose both often; each would cost a full evaluation to learn nothing."""
+        key = code_key(source)
+        if key == code_key(incumbent_source):
+            return "the incumbent itself"
+        it = self._measured.get((key, incumbent_commit))
+        return None if it is None else f"candidate {it}, already measured against this incumbent"
+
+    def remember(self, iteration: int, source: str, incumbent_commit: str) -> None:
+        self._measured.setdefault((code_key(source), incumbent_commit), iteration)
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> str:
@@ -223,7 +246,14 @@ class Loop:
         if proposal is None:
             self.history.append(Attempt(it, "(no candidate)", "no-candidate"))
             return None
+        twin = self.twin_of(proposal.source, incumbent_commit, incumbent_source)
+        if twin is not None:
+            self.emit(ev.AgentNotice(it, "warning", f"not evaluated: the proposal is the same code as {twin}"))
+            self.history.append(Attempt(it, proposal.description, "duplicate",
+                                        f"the same code as {twin}; not evaluated again"))
+            return None
         commit = ws.commit_candidate(proposal.source, it, proposal.description)
+        self.remember(it, proposal.source, incumbent_commit)
         self.emit(ev.CandidateProposed(it, commit, proposal.description,
                                        unified_diff(incumbent_source, proposal.source), proposal.source,
                                        self.agent.name, self.agent.model, incumbent_commit))

@@ -210,16 +210,17 @@ class ParallelLoop(Loop):
             proposal = self._ask_agent(slot, ctx)
             if proposal is None:
                 return
-            dup = self._claim(slot, proposal, incumbent)
-            if dup is None:
+            twin = self.twin_of(proposal.source, incumbent, incumbent_source)
+            dup = None if twin is not None else self._claim(slot, proposal, incumbent)
+            if twin is None and dup is None:
                 break
             self._seen.append(Attempt(it, proposal.description, "duplicate", meta=dict(proposal.meta)))
-            self.emit(ev.AgentNotice(it, "info", f"the proposal is the same code as candidate {dup} (already in "
-                                                 "flight against the same incumbent); asking again"))
+            self.emit(ev.AgentNotice(it, "info", f"the proposal is the same code as "
+                                                 f"{twin or f'candidate {dup} (already in flight)'}; asking again"))
         else:
             # Never the same code twice in flight: this iteration ends without a candidate.
             self.emit(ev.AgentNotice(it, "warning", f"{_DUPLICATE_RETRIES} proposals in a row repeated a candidate in "
-                                                    "flight; this iteration is skipped"))
+                                                    "flight or already measured; this iteration is skipped"))
             slot.state = "no-candidate"
             return
         self._commit_and_submit(slot)
@@ -247,6 +248,7 @@ class ParallelLoop(Loop):
         # The parent, not a second read of best: a keep between two reads can't mislabel the incumbent.
         slot.incumbent_commit = ws.git("rev-parse", f"{slot.commit}^")
         slot.incumbent_source = ws.source(slot.incumbent_commit)
+        self.remember(it, slot.source, slot.incumbent_commit)
         agent = self.agent
         self.emit(ev.CandidateProposed(it, slot.commit, slot.description,
                                        unified_diff(slot.incumbent_source, slot.source), slot.source,

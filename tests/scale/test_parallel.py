@@ -208,6 +208,29 @@ def test_an_agent_repeating_itself_never_costs_a_second_evaluation(tmp_path):
     events: list[ev.Event] = []
     loop = ParallelLoop(s, TASK, Parrot(), Decider(), backend, emit=events.append, max_iterations=4, proposals=2)
     assert loop.run() == "iterations done"
-    assert len(backend.runs) == 1  # in flight: asked again then skipped; decided: the backend's done map
+    assert len(backend.runs) == 1  # in flight or already decided: asked again, then skipped
     assert any(isinstance(e, ev.AgentNotice) and "skipped" in e.message for e in events)
     assert all(a.outcome in ("no-candidate", "reverted", "accepted") for a in loop.history)
+
+
+def test_code_already_measured_against_the_incumbent_is_asked_again_not_run(tmp_path):
+    """One in flight at a time, so the repeat comes after the first was decided: the loop, not the
+    backend's cache, turns it away, and the agent is asked for something else."""
+    from harness.agents.base import Proposal
+
+    class Repeats:
+        name, model = "repeats", ""
+
+        def propose(self, ctx):  # BLOCK 256 until told it's a duplicate, then 512
+            block = 512 if any(a.outcome == "duplicate" for a in ctx.history) else 256
+            yield Proposal(variant(block), f"BLOCK={block}")
+
+    backend = FakeBackend(1)
+    s = Session.create("softmax", "repeats", TASK.baseline_path.read_text(), base=tmp_path / "sessions")
+    events: list[ev.Event] = []
+    loop = ParallelLoop(s, TASK, Repeats(), Decider(), backend, emit=events.append, max_iterations=2, proposals=1)
+    loop.run()
+    notices = [e.message for e in events if isinstance(e, ev.AgentNotice)]
+    assert any("candidate 1, already measured against this incumbent; asking again" in m for m in notices)
+    assert [r[0] for r in backend.runs] == [1, 2] and len({r[2] for r in backend.runs}) == 1
+

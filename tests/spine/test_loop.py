@@ -2,6 +2,8 @@
 
 (The end-to-end runs with the real evaluator are in test_cli_run.py.)
 """
+from pathlib import Path
+
 import pytest
 
 from harness.agents.base import Attempt, ProposalContext
@@ -146,3 +148,46 @@ def test_stdin_b_keeps_for_winning_buckets_only(tmp_path):
     keeps = [r for r in s.journal.read() if r["kind"] == "BucketKeep"]
     assert [k["buckets"] for k in keeps] == [["short"]]
     assert s.workspace.best != s.workspace.candidate_ref(1)
+
+
+class Replays:
+    """Proposes the given sources in turn (None: the incumbent unchanged)."""
+
+    name, model = "replays", ""
+
+    def __init__(self, *sources):
+        self.sources, self.seen = list(sources), []
+
+    def propose(self, ctx):
+        from harness.agents.base import Exhausted, Proposal
+
+        self.seen.append(list(ctx.history))
+        if not self.sources:
+            yield Exhausted("done")
+            return
+        src = self.sources.pop(0)
+        yield Proposal(ctx.incumbent_source + "\n\n" if src is None else src, f"try {ctx.iteration}")
+
+
+def test_code_already_measured_against_this_incumbent_is_not_evaluated_again(tmp_path):
+    base = TASK.baseline_path.read_text()
+    a = base.replace("BLOCK = 1024", "BLOCK = 512")
+    b = base.replace("BLOCK = 1024", "BLOCK = 2048")
+    # 1: the incumbent (plus trailing blank lines)  2: a, reverted  3: a again  4: b, kept
+    # 5: a again, but now against b: a new question, evaluated
+    agent = Replays(None, a, a + "   \n", b, a)
+    evaluated = []
+
+    def evaluate(task, cand, inc):
+        evaluated.append(Path(cand).read_text())
+        return verdict()
+
+    s = new_session(tmp_path)
+    Loop(s, TASK, agent, Scripted("revert", "keep", "revert"), evaluate, max_iterations=5).run()
+    assert evaluated == [a, b, a]
+    notices = [r["message"] for r in s.journal.read() if r.get("kind") == "AgentNotice"]
+    assert "not evaluated: the proposal is the same code as the incumbent itself" in notices
+    assert "not evaluated: the proposal is the same code as candidate 2, already measured against this " \
+           "incumbent" in notices
+    # the agent hears about both in its history (as it stood when asked for the 5th)
+    assert [h.outcome for h in agent.seen[-1]] == ["duplicate", "reverted", "duplicate", "kept"]
