@@ -33,14 +33,17 @@ class Forged(ChannelError):
 
 
 def _read_exact(fd: int, n: int, wait: Callable[[int], None] | None = None) -> bytearray:
-    # Into one preallocated buffer: outputs of hundreds of MB arrive in many pipe-sized reads,
-    # and joining chunks (then copying again for the tensor) cost as much as the transfer.
-    buf = bytearray(n)
-    view, got = memoryview(buf), 0
+    # Into one buffer: outputs of hundreds of MB arrive in many pipe-sized reads, and joining
+    # chunks (then copying again for the tensor) cost as much as the transfer. The buffer grows
+    # as bytes arrive (doubling from 64 MiB), never to a size only a frame's unverified header claims.
+    buf = bytearray(min(n, 1 << 26))
+    got = 0
     while got < n:
+        if got == len(buf):
+            buf.extend(bytes(min(len(buf), n - len(buf))))
         if wait is not None:
             wait(fd)  # blocks until readable; raises on deadline or a dead peer
-        k = os.readv(fd, [view[got:]])
+        k = os.readv(fd, [memoryview(buf)[got:]])
         if not k:
             raise ChannelError("channel closed")
         got += k

@@ -75,3 +75,21 @@ def test_an_output_larger_than_the_pipe_arrives_whole_from_another_process():
     os.close(r)
     assert hdr == {"n": 2}
     assert torch.equal(a.view(torch.int16), x.view(torch.int16)) and torch.equal(b, x[:, :7])
+
+
+def test_a_forged_length_costs_no_memory_before_its_bytes_arrive():
+    """The frame length is read before the MAC can be checked: the reader must not trust it."""
+    import tracemalloc
+
+    from harness.evaluate.channel import ChannelError
+
+    a, b, (r, w) = _pair()
+    os.write(w, struct.pack(">I", 2**32 - 1) + b"\0" * 32 + b"only a few bytes")
+    os.close(w)
+    tracemalloc.start()
+    with pytest.raises(ChannelError):
+        b.recv()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    os.close(r)
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB allocated for a frame that never came"
