@@ -20,6 +20,15 @@ def shape_table(verdict: dict) -> list[str]:
     return rows
 
 
+def _untimed_note(v: dict) -> str:
+    """Why a verdict has no timing: no GPU, or rejected before the timing stage."""
+    if v.get("timing_available"):
+        return ""
+    if "interpreter" in str(v.get("device")):
+        return ", timing unavailable (interpreter)"
+    return ", not timed" if v.get("stage") != "done" else ", timing unavailable"
+
+
 class Printer:
     """Renders events as plain lines. Reasoning streams inline, prefixed once per iteration."""
 
@@ -70,9 +79,7 @@ class Printer:
             status = "accepted" if v.get("accepted") else f"rejected at {v.get('stage')}"
             g = v.get("geomean_speedup")
             self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
-                       + ("" if v.get("timing_available") else
-                          ", timing unavailable (interpreter)" if "interpreter" in str(v.get("device")) else
-                          ", not timed" if v.get("stage") != "done" else ", timing unavailable"))
+                       + _untimed_note(v))
             for r in v.get("reasons", [])[:8]:
                 self._line(f"    {r.get('rule')}: {r.get('message')}")
             for row in shape_table(v):

@@ -16,7 +16,6 @@ What keeps a verdict honest when several are in flight:
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -25,16 +24,12 @@ from typing import Any, Callable
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Proposal, ProposalContext)
 from harness.evaluate.backends import EvalJob, WorkerSet, evaluate_fn, options_dict
-from harness.loop import Decider, Loop
+from harness.loop import Decider, Loop, code_key
 from harness.session import Session
 from harness.tasks import Task
 from harness.workspace import unified_diff
 
 _DUPLICATE_RETRIES = 5
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass
@@ -183,10 +178,10 @@ class ParallelLoop(Loop):
         that iteration). Atomic, so two proposers can't both take it. Whatever incumbent the twin
         was measured against: one measured against a replaced incumbent is measured again before
         its decision, so a second copy would only run the same candidate twice."""
-        sha = _sha(proposal.source)
+        key = code_key(proposal.source)  # the same notion of "same code" as for decided candidates
         with self._cv:
             for s in self._slots.values():
-                if s is not slot and s.source and _sha(s.source) == sha:
+                if s is not slot and s.source and code_key(s.source) == key:
                     return s.iteration
             slot.description, slot.meta, slot.source = proposal.description, dict(proposal.meta), proposal.source
             slot.incumbent_commit = incumbent

@@ -151,7 +151,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 
-    shown: dict[str, dict] = {}
+    profiled = {"incumbent": ""}  # the incumbent whose profile the bench pane shows
 
     def prompt_builder(ctx):
         # The TUI's pack picker edits session.meta.packs; a change applies from the next prompt.
@@ -176,8 +176,8 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
             prof = cached_profile(task, inc, session.work / "profiles", timeout_s=120)
             if "error" not in prof:
                 user += "\n\n" + prompt_section(prof)
-                if prof != shown.get("profile"):  # the bench pane shows it; once per incumbent
-                    shown["profile"] = prof
+                if ctx.incumbent_commit != profiled["incumbent"]:  # once per incumbent
+                    profiled["incumbent"] = ctx.incumbent_commit
                     loop.emit(ev.ProfileReady(ctx.iteration, ctx.incumbent_commit, prof))
         return p.system, user, p.packs
 

@@ -54,11 +54,7 @@ class Child:
         from harness.evaluate import timing
 
         self.timing = timing
-        self.snapshot = guards.identity_snapshot({
-            "reference.make_inputs": self.make_inputs, "reference.reference": self.reference,
-            "reference.compare": getattr(self.ref, "compare", None),
-            "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
-        })
+        self.snapshot = guards.identity_snapshot(self._guarded())
         self.calls = 0
         self.introspection = guards.IntrospectionWatch()
         self.introspection.install()
@@ -79,12 +75,14 @@ class Child:
         xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
         return [x.to(self.device) if isinstance(x, self.torch.Tensor) else x for x in xs]
 
+    def _guarded(self) -> dict[str, Any]:
+        """The task's and Triton's functions a candidate must not replace (beyond torch's own)."""
+        return {"reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
+                "reference.compare": getattr(self.ref, "compare", None),
+                "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run}
+
     def patched(self) -> list[str]:
-        now = guards.identity_snapshot({
-            "reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
-            "reference.compare": getattr(self.ref, "compare", None),
-            "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
-        })
+        now = guards.identity_snapshot(self._guarded())
         # Methods replaced on the harness's own instances (an identity snapshot of classes misses them).
         shadowed = [f"{type(o).__name__}.{k} (instance)" for o in (self.ep, self, self.counter)
                     for k in guards.instance_overrides(o)]

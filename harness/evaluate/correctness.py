@@ -79,11 +79,10 @@ def disagreement(task: Task, a: Any, b: Any) -> str | None:
     tol = task.tolerance[task.dtypes[0]]
     xs = a if isinstance(a, (tuple, list)) else (a,)
     ys = b if isinstance(b, (tuple, list)) else (b,)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"  # seconds on the CPU for a long shape's output
     for i, (x, y) in enumerate(zip(xs, ys)):
         if x.shape != y.shape:
             return f"output {i} shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}"
-        # On the GPU when there is one: seconds on the CPU for a long shape's output.
-        dev = "cuda" if torch.cuda.is_available() else "cpu"
         xf, yf = x.to(dev).float(), y.to(dev).float()
         fx, fy = torch.isfinite(xf), torch.isfinite(yf)
         if not torch.equal(fx, fy):

@@ -405,9 +405,9 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         v["violations"] = violations
         errors = [viol for viol in violations if viol.get("severity", "error") == "error"]
         for viol in errors:
-            msg = str(viol.get("message"))
-            where = f" (line {viol.get('line')})" if viol.get("line") and f"line {viol.get('line')}" not in msg else ""
-            run.reject("static", f"static:{viol.get('rule')}", f"{viol.get('message')}{where}")
+            msg, line = str(viol.get("message")), viol.get("line")
+            where = f" (line {line})" if line and f"line {line}" not in msg else ""  # (unless it says so)
+            run.reject("static", f"static:{viol.get('rule')}", msg + where)
         for viol in violations:
             if viol not in errors:  # warnings go to the agent and the person, not into the decision
                 run.notes.append(f"static warning: {viol.get('rule')}: {viol.get('message')} (line {viol.get('line')})")
