@@ -71,8 +71,9 @@ class Workspace:
         return self.git("rev-parse", "refs/candidates/0000")
 
     def ever_kept(self) -> bool:
-        """Whether any candidate was ever kept (best moved, or a refs/kept/NNNN exists)."""
-        return self.best != self.baseline or bool(self.refs("refs/kept/"))
+        """Whether any candidate was ever kept: best moved, a refs/kept/NNNN exists, or a per-bucket
+        keep put one on refs/buckets/<bucket>."""
+        return self.best != self.baseline or bool(self.refs("refs/kept/")) or bool(self.refs("refs/buckets/"))
 
     def source(self, commit: str) -> str:
         out = subprocess.run(["git", "-C", str(self.root), "show", f"{commit}:{CANDIDATE_FILE}"],

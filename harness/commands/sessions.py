@@ -99,8 +99,7 @@ def cmd_export(args) -> int:
         export_session = None
     out = Path(args.output)
     ws = s.workspace
-    bucket_keeps = [r for r in s.journal.read() if r.get("kind") == "BucketKeep"]
-    if not ws.ever_kept() and not bucket_keeps:
+    if not ws.ever_kept():
         out.write_text(ws.source(ws.baseline))
         print(f"nothing was kept in this session: wrote the baseline (commit {ws.baseline[:10]}) to {out}")
         return 0
