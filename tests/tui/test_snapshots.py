@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tui.widgets.reasoning import ReasoningPane
 from tui.testing import demo_catalog, demo_events, demo_sources, feed, present_decision, softmax_task, static_app
-from tui_helpers import wait_until
+from tui_helpers import wait_settled, wait_until
 
 
 def _app(tmp_path: Path, upto: str):
@@ -23,6 +24,12 @@ def _app(tmp_path: Path, upto: str):
         if upto == "decide":
             present_decision(app, events)
             await wait_until(pilot, lambda: app.decider.shown_at is not None)
+        # The decision prompt shrinks the anchored reasoning pane; its re-scroll to the bottom
+        # lands a frame or two later, and Textual's compositor moves an anchored pane's scrollbar
+        # position without repainting the bar, so the thumb could be drawn from either frame.
+        pane = app.run_screen.query_one(ReasoningPane)
+        await wait_settled(pilot, pane)
+        pane.vertical_scrollbar.refresh()
         await pilot.pause()
 
     return app, run_before

@@ -24,6 +24,22 @@ async def wait_until(pilot, pred: Callable[[], object], timeout: float = 20.0, w
         await pilot.pause(0.02)
 
 
+async def wait_settled(pilot, widget, polls: int = 3, timeout: float = 20.0) -> None:
+    """Until `widget`'s size and scroll position stop changing for `polls` polls in a row: an
+    anchored pane re-scrolls a frame or two after its container changes size."""
+    def shape():
+        return widget.size, widget.virtual_size, widget.scroll_y, widget.max_scroll_y
+    deadline = time.monotonic() + timeout
+    last, same = None, 0
+    while same < polls:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{widget!r} still moving after {timeout} s")
+        await pilot.pause(0.05)
+        now = shape()
+        same = same + 1 if now == last else 0
+        last = now
+
+
 async def wait_prompt(pilot, app, iteration: int, timeout: float = 20.0) -> None:
     """Until the decision prompt for `iteration` is on screen (and its guard clock started)."""
     await wait_until(pilot, lambda: app.decider.pending is not None and app.decider.pending.iteration == iteration
