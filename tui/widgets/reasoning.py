@@ -1,8 +1,9 @@
 """Reasoning pane: the agent's streamed reasoning and messages, notices, rule hits and decisions.
 
 Each text block is a `Markdown` fed through a `MarkdownStream`, which coalesces fragments when
-rendering falls behind (hundreds of tokens per second). The pane is anchored: it follows the
-stream until the person scrolls up, and re-anchors when they scroll back to the bottom. Only the
+rendering falls behind (hundreds of tokens per second). Once its content overflows, the pane is
+anchored: it follows the stream until the person scrolls up, and again after End (or a scroll back
+to the very bottom). Only the
 last few turns stay on screen; the full transcript is in the session journal.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 
 from rich.markdown import Markdown as RichMarkdown
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
@@ -50,8 +52,17 @@ class ReasoningPane(VerticalScroll):
         self._turns: dict[int, Widget] = {}  # id(turn) -> its header
         self._pruned_shown = -1
 
-    def on_mount(self) -> None:
-        self.anchor()
+    def watch_virtual_size(self, size: Size) -> None:
+        # Textual 8.2.8 anchors a pane whose content is shorter than it at a negative scroll
+        # offset: the first turns would hug the bottom edge below a void (Textual issue #6652).
+        # So follow the stream (anchor) only once the content overflows, and let go again if
+        # pruning makes it fit.
+        overflowing = size.height > self.scrollable_content_region.height
+        if overflowing and not self.is_anchored:
+            self.anchor()
+        elif not overflowing and self.is_anchored:
+            self.anchor(False)
+            self.scroll_to(y=0, animate=False)
 
     async def sync(self, state: RunState) -> None:
         """Bring the pane up to date with `state`: mount new blocks, stream new text, prune."""
