@@ -3,8 +3,8 @@
 Each text block is a `Markdown` fed through a `MarkdownStream`, which coalesces fragments when
 rendering falls behind (hundreds of tokens per second). Once its content overflows, the pane is
 anchored: it follows the stream until the person scrolls up, and again after End (or a scroll back
-to the very bottom). Only the
-last few turns stay on screen; the full transcript is in the session journal.
+to the very bottom). Only the last few turns stay on screen; the full transcript is in the
+session journal.
 """
 from __future__ import annotations
 
