@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from harness.paths import user_packs_dir
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -340,10 +342,6 @@ def _compile_rules(rule_raw: list[dict], pid: str, toml_path: Path, text: str) -
 
 # -- discovery ---------------------------------------------------------------------------------
 
-def user_packs_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("warpsmith")) / "packs"
 
 
 def project_packs_dir() -> Path:

@@ -27,6 +27,7 @@ import httpx2
 
 from harness.agents.base import (AgentEvent, Exhausted, Notice, Proposal, ProposalContext,
                                  UsageReport)
+from harness.paths import config_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,7 +35,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 BUILTIN_PRICES = Path(__file__).with_name("prices.toml")
-APP_NAME = "warpsmith"
 
 
 class AgentConfigError(ValueError):
@@ -42,16 +42,6 @@ class AgentConfigError(ValueError):
 
 
 # -- config file and keys ----------------------------------------------------------------------
-
-def config_dir() -> Path:
-    """The user's config folder (config.toml, prices.toml). WARPSMITH_CONFIG_DIR overrides it."""
-    override = os.environ.get("WARPSMITH_CONFIG_DIR")
-    if override:
-        return Path(override)
-    import platformdirs  # imported late: only agents that need a key pay for it
-
-    return platformdirs.user_config_path(APP_NAME)
-
 
 def config_path() -> Path:
     return config_dir() / "config.toml"

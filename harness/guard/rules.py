@@ -42,6 +42,8 @@ from typing import Any, Callable
 
 from tree_sitter import Node, Query, QueryCursor, QueryError
 
+from harness.paths import user_packs_dir
+
 from . import dsl as _dsl
 from .pyparse import LANGUAGE, ModuleModel, root_identifier, text
 
@@ -283,12 +285,7 @@ def pack_search_dirs() -> list[Path]:
     .warpsmith/packs, the user's config dir, then the built-in packs/rules."""
     dirs = [Path(p) for p in os.environ.get("WARPSMITH_PACKS", "").split(os.pathsep) if p]
     dirs.append(Path.cwd() / ".warpsmith" / "packs")
-    try:
-        from platformdirs import user_config_dir
-
-        dirs.append(Path(user_config_dir("warpsmith")) / "packs")
-    except ImportError:  # pragma: no cover
-        pass
+    dirs.append(user_packs_dir())
     dirs.append(BUILTIN_RULES_DIR)
     return dirs
 

@@ -212,3 +212,18 @@ def test_default_explains_the_selection(capsys):
     assert rc == 0 and first[0] == "h200" and "dsl-triton" in first and "matches sm_90a" in out
     rc, _, err = run(capsys, "default", "no-such-task", "--arch", "sm_90")
     assert rc == 2 and "no such task" in err
+
+
+def test_WARPSMITH_CONFIG_DIR_holds_the_packs_as_well_as_config_toml(capsys, tmp_path, monkeypatch):
+    """One config folder: the variable that moves config.toml and prices.toml moves packs too, for
+    `packs new` and for discovery (hardware/model packs and rules packs alike)."""
+    from harness.agents.llm import config_path
+    from harness.guard.rules import pack_search_dirs
+
+    monkeypatch.setenv("WARPSMITH_CONFIG_DIR", str(tmp_path / "cfg"))
+    rc, _, _ = run(capsys, "new", "rules", "house-rules")
+    assert rc == 0 and (tmp_path / "cfg" / "packs" / "house-rules" / "pack.toml").is_file()
+    assert config_path() == tmp_path / "cfg" / "config.toml"
+    assert tmp_path / "cfg" / "packs" in pack_search_dirs()
+    rc, out, _ = run(capsys, "list")
+    assert rc == 0 and "house-rules" in out
