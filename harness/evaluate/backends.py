@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RAY_INSTALL_HINT = ("the ray backend needs Ray: pip install 'warpsmith[ray]' (or pip install 'ray[default]>=2.9'), "
-                    "on this machine and on every node of the cluster; or use --eval local | pool")
+RAY_INSTALL_HINT = ("the ray backend needs Ray: pip install 'ray[default]>=2.9' (from a checkout: "
+                    ".venv/bin/pip install -e '.[ray]'), on this machine and on every node of the cluster; "
+                    "or use --eval local | pool")
 BACKENDS_HELP = "local | pool[:N] | ray[:ADDRESS]"
 
 

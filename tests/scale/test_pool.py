@@ -40,7 +40,7 @@ def test_specs_that_cannot_work_say_what_to_do(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray weren't installed
     with pytest.raises(BackendUnavailable) as e:
         make_evaluator("ray")
-    assert str(e.value) == RAY_INSTALL_HINT and "pip install 'warpsmith[ray]'" in str(e.value)
+    assert str(e.value) == RAY_INSTALL_HINT and "pip install 'ray[default]>=2.9'" in str(e.value)
 
 
 def test_pool_evaluates_a_batch_on_several_workers_and_survives_a_killed_worker(small_task, tmp_path):
