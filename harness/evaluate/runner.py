@@ -76,6 +76,9 @@ class EvalOptions:
     samples: int = 40                    # timed samples per side per shape
     warmup: int = 5
     remeasure_big_wins: bool = True
+    # Rules packs the session selected beyond the task's own (ids or pack folders): a rules pack a
+    # person adds is enforced, not only shown to the agent. The task's own can't be taken away.
+    extra_rules: list[str] = field(default_factory=list)
     # Start the next evaluation's child while this one runs (None: where there are cores to spare;
     # on 2 cores its imports would slow the interpreter running this evaluation).
     spare_child: bool | None = None
@@ -315,14 +318,14 @@ def _violation_dict(v: Any) -> dict:
     return d
 
 
-def run_static(task: Task, source: str) -> tuple[list[dict] | None, str]:
+def run_static(task: Task, source: str, extra_rules: list[str] = ()) -> tuple[list[dict] | None, str]:
     """The static stage (harness.guard). (None, why) when the guard can't be imported here."""
     try:
-        from harness.guard import check_source  # type: ignore[attr-defined]
+        from harness.guard import check_source, rules_for_task  # type: ignore[attr-defined]
     except Exception as e:  # noqa: BLE001 - e.g. tree_sitter missing on a bare GPU box
         return None, f"static stage skipped: harness.guard.check_source unavailable ({type(e).__name__}: {e})"
     try:
-        found = check_source(source, task)
+        found = check_source(source, task, rules_for_task(task, extra=extra_rules))
     except Exception as e:  # noqa: BLE001 - e.g. a rules pack the task names is missing
         # The runtime guards still run; the verdict says loudly that this stage did not.
         return None, f"static stage could not run: {type(e).__name__}: {e}"
@@ -395,7 +398,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
     }
 
     if opts.static:
-        violations, why = run_static(task, source)
+        violations, why = run_static(task, source, opts.extra_rules)
         if violations is None:
             # Fail closed: a verdict without the static stage would accept what the rules forbid.
             run.reject("static", "static-unavailable",

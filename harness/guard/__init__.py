@@ -8,6 +8,7 @@ import ast
 import re
 import warnings
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from . import dsl as _dsl
@@ -44,8 +45,8 @@ def _dedupe(ids: Iterable[str]) -> list[str]:
 
 
 def rules_for_task(task: "Task", extra: Iterable[str] = (), remove: Iterable[str] = ()) -> list[Rule]:
-    """The task's rules packs (+ extra pack ids), always with `dsl-<task.dsl>`, less `remove`
-    (pack ids or rule ids). Raises RuleError for an unknown or broken pack."""
+    """The task's rules packs (+ extra pack ids or pack folders), always with `dsl-<task.dsl>`, less
+    `remove` (pack ids or rule ids). Raises RuleError for an unknown or broken pack."""
     remove = list(remove)
     pack_ids = _dedupe([*task.rules, f"dsl-{task.dsl}", *extra])
     known_rule_ids: set[str] = set()
@@ -53,7 +54,9 @@ def rules_for_task(task: "Task", extra: Iterable[str] = (), remove: Iterable[str
     for pid in pack_ids:
         if pid in remove:
             continue
-        for r in load_rules_pack(find_rules_pack(pid)):
+        # An extra may be a pack's folder (the one a session's catalog chose), else an id to look up.
+        folder = Path(pid) if ("/" in pid or "\\" in pid) else find_rules_pack(pid)
+        for r in load_rules_pack(folder):
             known_rule_ids.add(r.id)
             if r.id not in remove:
                 rules.append(r)
