@@ -2,14 +2,60 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from pathlib import Path
+from typing import Mapping, TextIO
 
 from harness import events as ev
+from harness.commands.eval import BEST_US, CAND_US
 from harness.loop import DecisionReply, DecisionRequest
+
+DIFF_LIMIT = 80  # diff lines shown before a decision; the rest is one git command away
+
+_STAGE_WORDS = {"static": "the static check", "import": "import", "correctness": "the correctness check",
+                "guard": "a runtime guard", "timing": "timing"}
+
+
+def cannot_keep_reason(verdict: dict) -> str:
+    """Why a candidate can never be kept, naming the stage and rule that stopped it, e.g.
+    'rejected at the static check (python-syntax, line 38)'. (The TUI's bench pane and the loop's
+    policy note say 'failed correctness or a guard' for every stage; this is the accurate label.)"""
+    stage = str(verdict.get("stage") or "")
+    where = _STAGE_WORDS.get(stage, stage or "an unknown stage")
+    rules: list[str] = []
+    for r in verdict.get("reasons", []):
+        rule = str(r.get("rule", "")).removeprefix("static:")
+        if rule and rule not in rules:
+            rules.append(rule)
+    if stage == "static":  # locate the first violation: that is where the person looks
+        lines = [v.get("line") for v in verdict.get("violations", []) if v.get("severity", "error") == "error"]
+        if rules and lines and lines[0]:
+            rules[0] += f", line {lines[0]}"
+    more = f" and {len(rules) - 3} more" if len(rules) > 3 else ""
+    return f"rejected at {where}" + (f" ({'; '.join(rules[:3])}{more})" if rules else "")
+
+
+def diff_excerpt(diff: str, limit: int = DIFF_LIMIT) -> tuple[list[str], int]:
+    """The first `limit` lines of a unified diff, and how many were left off."""
+    lines = diff.splitlines()
+    return lines[:limit], max(0, len(lines) - limit)
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("@@"):
+        return "cyan"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    return ""
 
 
 def shape_table(verdict: dict) -> list[str]:
-    rows = [f"    {'shape':<22} {'ok':<3} {'cand us':>10} {'best us':>10} {'speedup':>8} {'roofline':>8}"]
+    if not verdict.get("shapes"):  # stopped before any shape ran: no header without rows
+        return []
+    rows = [f"    {'shape':<22} {'ok':<3} {CAND_US:>10} {BEST_US:>10} {'speedup':>8} {'roofline':>8}"]
     for s in verdict.get("shapes", []):
         def num(k, fmt):
             v = s.get(k)
@@ -35,6 +81,17 @@ class Printer:
     def __init__(self, out: TextIO = sys.stdout, show_reasoning: bool = True):
         self.out, self.show_reasoning = out, show_reasoning
         self._in_reasoning = False
+        # What a decision shows besides the events' lines: each candidate's diff against its
+        # incumbent (by commit), each iteration's verdict (why it can't be kept).
+        self.proposals: dict[str, ev.CandidateProposed] = {}
+        self.verdicts: dict[int, dict] = {}
+
+    def remember(self, e: ev.Event) -> None:
+        """Keep what a later decision needs (also fed from the journal on a resume)."""
+        if isinstance(e, ev.CandidateProposed):
+            self.proposals[e.commit] = e
+        elif isinstance(e, ev.EvalResult):
+            self.verdicts[e.iteration] = e.verdict
 
     def _line(self, text: str) -> None:
         if self._in_reasoning:
@@ -64,6 +121,7 @@ class Printer:
             self._line(f"  tokens in {e.input_tokens} out {e.output_tokens} cached {e.cached_tokens} "
                        f"reasoning {e.reasoning_tokens}; ${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})")
         elif isinstance(e, ev.CandidateProposed):
+            self.remember(e)
             self._line(f"  [{e.iteration}] candidate {e.commit[:10]}: {e.description}")
         elif isinstance(e, ev.StaticResult) and not e.ok:
             for v in e.violations:
@@ -75,6 +133,7 @@ class Printer:
             for s in e.profile.get("shapes", []):
                 self._line(f"    {s.get('name')}: {s.get('hint')}")
         elif isinstance(e, ev.EvalResult):
+            self.remember(e)
             v = e.verdict
             status = "accepted" if v.get("accepted") else f"rejected at {v.get('stage')}"
             g = v.get("geomean_speedup")
@@ -86,6 +145,8 @@ class Printer:
                 self._line(row)
         elif isinstance(e, ev.Recommendation):
             self._line(f"  [{e.iteration}] recommend {e.action}: {e.reason}")
+            if not e.can_keep:
+                self._line(f"  [{e.iteration}] cannot be kept: {cannot_keep_reason(self.verdicts.get(e.iteration, {}))}")
         elif isinstance(e, ev.Decision):
             extra = " (override)" if e.override else ""
             self._line(f"  [{e.iteration}] decision: {e.action} by {e.by}{extra}" + (f": {e.reason}" if e.reason else ""))
@@ -99,46 +160,115 @@ class Printer:
 
 
 class StdinDecider:
-    """Asks y/n on the terminal. Keeping against the recommendation needs a second 'yes'."""
+    """Asks y/n on the terminal, after showing the candidate's diff against the incumbent.
 
-    def __init__(self, inp: TextIO = sys.stdin, out: TextIO = sys.stdout, task=None):
+    Answers: y | yes (keep), n | no (revert), `n: reason` (revert; the reason goes to the agent
+    verbatim), b (keep for the buckets it wins, where the task has buckets), Enter (the
+    recommendation). Keeping against the recommendation asks for a confirmation (y | yes | n | no).
+    Anything else is answered with the list of what is accepted, and asked again."""
+
+    def __init__(self, inp: TextIO = sys.stdin, out: TextIO = sys.stdout, task=None,
+                 proposals: Mapping[str, ev.CandidateProposed] | None = None, repo: Path | None = None,
+                 color: bool | None = None):
         self.inp, self.out, self.task = inp, out, task  # task: for 'b' (keep for winning buckets)
+        self.proposals = proposals if proposals is not None else {}  # commit -> CandidateProposed
+        self.repo = repo  # the session's git repository, for the full-diff command
+        self.color = color  # None: colour when `out` is a terminal
         self.eof = False
 
-    def _ask(self, question: str) -> str:
+    def _ask(self, question: str) -> tuple[str, str]:
+        """(the keyword, lower-cased; the reason after a ':', verbatim)."""
         self.out.write(question)
         self.out.flush()
         line = self.inp.readline()
         if not line:  # stdin closed: the recommendation is taken, and journalled as nobody's choice
             self.eof = True
-            return ""
-        return line.strip().lower()
+            return "", ""
+        word, _, reason = line.strip().partition(":")
+        return word.strip().lower(), reason.strip()
+
+    def _say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def show_diff(self, request: DecisionRequest) -> None:
+        """The candidate's unified diff against the incumbent it was measured against, capped."""
+        p = self.proposals.get(request.commit)
+        if p is None:
+            return
+        if not p.diff.strip():
+            self._say(f"  [{request.iteration}] no change to the code")
+            return
+        lines, more = diff_excerpt(p.diff)
+        self._say(f"  [{request.iteration}] diff against the incumbent {p.incumbent[:10] or '(best)'}:")
+        color = self.color if self.color is not None else bool(getattr(self.out, "isatty", lambda: False)())
+        if color:
+            from rich.console import Console
+            from rich.text import Text
+
+            console = Console(file=self.out, force_terminal=True, highlight=False, soft_wrap=True)
+            for line in lines:
+                console.print(Text("    " + line, style=_diff_style(line)))
+        else:
+            for line in lines:
+                self._say("    " + line)
+        if more:
+            where = f"git -C {self.repo} diff {p.incumbent[:10] or 'best'} {request.commit[:10]}" if self.repo \
+                else f"the CandidateProposed record of iteration {request.iteration} in the session's journal.jsonl"
+            self._say(f"    … {more} more line{'' if more == 1 else 's'}; full diff: {where}")
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
         default = "y" if request.action == "keep" else "n"
         buckets = bool(self.task is not None and self.task.buckets and request.can_keep)
+        self.show_diff(request)
+        if request.can_keep:
+            question = (f"  keep candidate {request.iteration}? [y/n{'/b' if buckets else ''}, default {default}, "
+                        f"or 'n: reason'{'; b: keep for the buckets it wins' if buckets else ''}] ")
+            accepted = (f"  answer y (keep), n (revert), n: reason (revert, and tell the agent why)"
+                        f"{', b (keep for the buckets it wins)' if buckets else ''}, or Enter for {default}")
+        else:
+            question = f"  candidate {request.iteration} cannot be kept: revert it? [n (default), or 'n: reason'] "
+            why = cannot_keep_reason(request.verdict)
+            accepted = "  answer n (revert), n: reason (revert, and tell the agent why), or Enter for n"
         while True:
-            ans = self._ask(f"  keep candidate {request.iteration}? [y/n{'/b' if buckets else ''}, default "
-                            f"{default}, or 'n: reason'{'; b: keep for the buckets it wins' if buckets else ''}] ")
+            word, reason = self._ask(question)
             if self.eof:
                 return DecisionReply(request.action, "auto", "stdin closed: the recommendation was followed")
-            ans = ans or default
-            if ans.startswith("b") and buckets:
+            if not word and not reason:
+                word = default
+            if word in ("n", "no"):
+                return DecisionReply("revert", "human", reason)
+            if not request.can_keep and word in ("y", "yes", "b") and not reason:
+                self._say(f"  candidate {request.iteration} cannot be kept: {why}")
+                self._say(accepted)
+                continue
+            if word == "b" and buckets and not reason:
                 from harness.dispatch import bucket_results
 
                 results = bucket_results(self.task, request.verdict)
                 wins = [r.bucket for r in results if r.wins]
                 if not wins:
-                    self.out.write("  it wins no bucket: " + "; ".join(f"{r.bucket}: {r.reason}" for r in results) + "\n")
+                    self._say("  it wins no bucket: " + "; ".join(f"{r.bucket}: {r.reason}" for r in results))
                     continue
                 return DecisionReply("revert", "human", f"kept for the {', '.join(wins)} bucket(s) only",
                                      buckets=wins)
-            if ans.startswith("n"):
-                return DecisionReply("revert", "human", ans.partition(":")[2].strip())
-            if ans.startswith("y"):
-                if request.action != "keep" and request.can_keep:
-                    confirm = self._ask(f"  the harness recommends revert ({request.reason}). Keep anyway? [yes/no] ")
-                    if confirm != "yes":
-                        continue
-                    return DecisionReply("keep", "human", confirmed_override=True)
-                return DecisionReply("keep", "human")
+            if word in ("y", "yes") and not reason:
+                if request.action == "keep":
+                    return DecisionReply("keep", "human")
+                return self._confirm(request)
+            self._say(accepted)
+
+    def _confirm(self, request: DecisionRequest) -> DecisionReply:
+        """Keeping against a revert recommendation: y | yes keeps (an override), n | no | Enter
+        reverts, `n: reason` reverts with a reason for the agent."""
+        while True:
+            word, reason = self._ask(f"  the harness recommends revert ({request.reason}). Keep anyway? "
+                                     f"[y/n, default n, or 'n: reason'] ")
+            if self.eof:
+                return DecisionReply(request.action, "auto", "stdin closed: the recommendation was followed")
+            if word in ("y", "yes") and not reason:
+                return DecisionReply("keep", "human", confirmed_override=True)
+            if word in ("n", "no") or (not word and not reason):
+                return DecisionReply("revert", "human", reason)
+            self._say("  answer y (keep it anyway), n (revert), n: reason (revert, and tell the agent why), "
+                      "or Enter for n")

@@ -26,6 +26,39 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+class CandidateUnreadable(Exception):
+    """A candidate path that is no file, or a file that isn't UTF-8 text: bad input (exit 2)."""
+
+
+def read_candidate(path: Path, what: str = "candidate") -> str:
+    """The candidate's source, or CandidateUnreadable with one line naming the file and the problem.
+    `warpsmith check` and `warpsmith eval` both read their input through this."""
+    if path.is_dir():
+        raise CandidateUnreadable(f"{path}: is a directory, not a file (give the {what}'s .py path)")
+    if not path.exists():
+        raise CandidateUnreadable(f"{path}: no such file (give the {what}'s .py path)")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CandidateUnreadable(f"{path}: cannot read {what}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CandidateUnreadable(f"{path}: cannot read {what}: not UTF-8 text (byte 0x{data[e.start]:02x} at "
+                                  f"offset {e.start}); save it as UTF-8") from None
+
+
+def violation_lines(path: Path | str, v: dict) -> list[str]:
+    """One static violation as `file:line:col: rule: message`, then the offending source line.
+    `warpsmith check` prints these; `warpsmith eval` prints the same, indented."""
+    severity = v.get("severity", "error")
+    tag = "" if severity == "error" else f" [{severity}]"
+    lines = [f"{path}:{v.get('line')}:{v.get('col')}: {v.get('rule')}{tag}: {v.get('message')}"]
+    if v.get("snippet"):
+        lines.append(f"    {v['snippet']}")
+    return lines
+
+
 def _split_rules(spec: str | None, task_rules: list[str]) -> tuple[list[str], list[str], list[str]]:
     """(packs replacing task.rules, extra packs, removed ids)."""
     if spec is None:
@@ -54,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     path = Path(args.candidate)
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"error: {path}: cannot read candidate: {e}", file=sys.stderr)
+        source = read_candidate(path)
+    except CandidateUnreadable as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     base, extra, remove = _split_rules(args.rules, task.rules)
     task.rules = base
@@ -88,10 +121,8 @@ def run(args: argparse.Namespace) -> int:
         }, indent=2))
     else:
         for v in violations:
-            tag = "" if v.severity == "error" else f" [{v.severity}]"
-            print(f"{path}:{v.line}:{v.col}: {v.rule}{tag}: {v.message}")
-            if v.snippet:
-                print(f"    {v.snippet}")
+            for line in violation_lines(path, v.to_dict()):
+                print(line)
         n_static = sum(1 for r in rules if not r.runtime)
         verdict = "rejected" if bad else "ok"
         print(f"{verdict}: {len(violations)} violation(s) of {n_static} static rules "

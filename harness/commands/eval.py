@@ -29,6 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# The per-shape time columns, worded the same in `eval` and in headless runs (harness.headless).
+CAND_US, BEST_US = "cand µs", "best µs"
+
+
 def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
@@ -65,7 +69,19 @@ def _reason_lines(v: dict) -> list[str]:
     cand = v.get("candidate") or ""
     merged: dict[tuple[str, str], list[str]] = {}
     extra: dict[tuple[str, str], str] = {}
+    out = []
+    located = [viol for viol in v.get("violations") or [] if viol.get("line")]
+    if located:  # static violations as `warpsmith check` prints them: file:line:col, then the line
+        from harness.commands.check import violation_lines
+
+        for viol in located:
+            mark = "✗" if viol.get("severity", "error") == "error" else "!"
+            first, *rest = violation_lines(_short(cand) if cand else "candidate", viol)
+            out += [f"  {mark} {first}"] + [f"  {line}" for line in rest]
+    shown = {f"static:{viol.get('rule')}" for viol in located}
     for r in v["reasons"]:
+        if r["rule"] in shown:  # said above, with its place in the file
+            continue
         first = (r["message"].splitlines() or [""])[0]
         m = _SHAPE_TAG.match(first)
         shape = m.group(1) if m else ""
@@ -87,7 +103,6 @@ def _reason_lines(v: dict) -> list[str]:
                 merged[key].append(stuck[0])
             extra[key] = ("the entry did not return: look for a loop that never ends (in Python or in the "
                           "kernel); if the candidate is only slow, raise the limit with --timeout SECONDS")
-    out = []
     for (rule, text), shapes in merged.items():
         on = f"[{', '.join(dict.fromkeys(shapes))}] " if shapes else ""
         out.append(f"  ✗ {rule}: {on}{text}")
@@ -101,7 +116,7 @@ def print_table(v: dict, out=None) -> None:
     status = "ACCEPTED" if v["accepted"] else f"REJECTED at {v['stage']}"
     print(f"{v['task']}: {status}  ({v['device']}, {v['wall_s']:.1f} s)", file=out)
     if v["shapes"]:  # a candidate stopped before any shape ran has no table to show
-        rows = [("shape", "ok", "cand µs", "inc µs", "speedup", "±%", "roofline%", "graph µs")]
+        rows = [("shape", "ok", CAND_US, BEST_US, "speedup", "±%", "roofline%", "graph µs")]
         for s in v["shapes"]:
             rows.append((s["name"], "yes" if s["correct"] else "NO", _fmt(s["candidate_us"], ".1f"),
                          _fmt(s["incumbent_us"], ".1f"), _fmt(s["speedup"], ".3f"), _fmt(s["noise_pct"], ".1f"),
@@ -116,7 +131,10 @@ def print_table(v: dict, out=None) -> None:
             print("  timing unavailable (no GPU): correctness and guards only", file=out)
     for line in _reason_lines(v):
         print(line, file=out)
+    located = any(viol.get("line") for viol in v.get("violations") or [])
     for n in v.get("notes", []):
+        if located and n.startswith("static warning: "):  # listed with the violations, file:line:col
+            continue
         print(f"  note: {n}", file=out)
     rec = v["recommendation"]
     if v["reasons"]:  # the reasons are listed just above; don't print the first one a second time
@@ -126,12 +144,17 @@ def print_table(v: dict, out=None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Cheap checks of the arguments first: importing the evaluator (torch) takes seconds.
-    if not args.candidate.is_file():
-        print(f"warpsmith eval: {args.candidate}: no such file (give the candidate's .py path)", file=sys.stderr)
-        return 2
-    if args.incumbent is not None and not args.incumbent.is_file():
-        print(f"warpsmith eval: {args.incumbent}: no such file (--incumbent)", file=sys.stderr)
+    # Cheap checks of the arguments first: importing the evaluator (torch) takes seconds. A path
+    # that is no file, or a file that isn't UTF-8 text, is bad input (exit 2), named in one line,
+    # with --json too (bad input is never a verdict), as `warpsmith check` does.
+    from harness.commands.check import CandidateUnreadable, read_candidate
+
+    try:
+        read_candidate(args.candidate)
+        if args.incumbent is not None:
+            read_candidate(args.incumbent, what="incumbent")
+    except CandidateUnreadable as e:
+        print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
     if args.timeout is not None and args.timeout <= 0:
         print(f"warpsmith eval: --timeout {args.timeout:g}: must be a positive number of seconds", file=sys.stderr)

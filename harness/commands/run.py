@@ -108,23 +108,42 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     from harness.wiring import build_loop
 
     printer = Printer(show_reasoning=not cfg.quiet)
+    if resumed:  # an undecided candidate is asked about again: its diff and verdict are in the journal
+        from harness import events as ev
+
+        for r in session.journal.read():
+            if r.get("kind") in ("CandidateProposed", "EvalResult"):
+                printer.remember(ev.from_dict(r))
     if not cfg.auto and not sys.stdin.isatty():
         # Answers then come from a pipe or nothing at all; at its end each prompt takes its default.
         print("warpsmith: stdin is not a terminal: keep/revert answers are read from it, and once it ends "
               "every candidate gets the default answer; pass --auto for an unattended run", file=sys.stderr)
-    decider = AutoDecider() if cfg.auto else StdinDecider(task=task)
+    repo = getattr(getattr(session, "workspace", None), "root", None)  # for the full-diff command
+    decider = AutoDecider() if cfg.auto else StdinDecider(task=task, proposals=printer.proposals, repo=repo)
     if cfg.keep_buckets == "auto":
         from harness.dispatch import KeepBucketsDecider
         decider = KeepBucketsDecider(decider, task)
     try:
-        loop = build_loop(session, task, cfg, decider, printer, resumed=resumed)
-    except ValueError as e:
-        print(f"warpsmith: {e}", file=sys.stderr)
-        return 2
-    loop.run()
+        try:
+            loop = build_loop(session, task, cfg, decider, printer, resumed=resumed)
+        except ValueError as e:
+            print(f"warpsmith: {e}", file=sys.stderr)
+            return 2
+        loop.run()
+    except KeyboardInterrupt:
+        # Everything decided so far is in the journal (fsync'd per event); an undecided candidate
+        # is asked about again on resume. Say how, on the line a person reads last.
+        print(f"\ninterrupted; resume: {resume_command(session.id)}", file=sys.stderr)
+        return 130
     print(f"session folder: {session.root}")
     print(f"results: {session.root / 'results.tsv'}")
     return 0
+
+
+def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:
+    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py)."""
+    return (f"warpsmith sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
+            + (" --headless" if headless else ""))
 
 
 def open_tui(task, cfg, session_id: str | None) -> int:

@@ -83,9 +83,40 @@ def cmd_resume(args) -> int:
         cfg.iterations = args.iterations
     if args.quiet is not None:
         cfg.quiet = args.quiet
+    done = iterations_already_run(s, cfg.iterations)
+    if done is not None:
+        from harness.commands.run import resume_command
+
+        ran = f"its {done} iterations" if args.iterations is None else \
+            f"{done} iterations (--iterations is the new total, not a number more)"
+        print(f"session {s.id} already ran {ran}; to continue, give a larger total: "
+              f"{resume_command(s.id, args.headless, done + 10)}")
+        return 0
     if not args.headless:
         return open_tui(task, cfg, s.id)
     return run_headless(s, task, cfg, resumed=True)
+
+
+def iterations_already_run(s: Session, limit: int) -> int | None:
+    """How many iterations the session has started, when resuming it under `limit` would do
+    nothing (the loop would end at once with 'iterations done'), else None: every started iteration
+    is decided, none is left under the limit, and no keep is left half-done by a kill."""
+    started, proposed, decided, last_keep = 0, set(), set(), None
+    for r in s.journal.read():
+        kind, it = r.get("kind"), r.get("iteration")
+        if kind == "IterationStarted":
+            started = max(started, int(it or 0))
+        elif kind == "CandidateProposed":
+            proposed.add(it)
+        elif kind == "Decision":
+            decided.add(it)
+            if r.get("action") == "keep":
+                last_keep = r
+    if started < limit or proposed - decided:
+        return None
+    if last_keep and last_keep.get("best") == last_keep.get("commit") and s.workspace.best != last_keep.get("commit"):
+        return None  # a keep journalled before a kill: the loop finishes it on resume
+    return started
 
 
 def cmd_export(args) -> int:

@@ -100,3 +100,57 @@ def test_a_hang_is_reported_within_the_timeout(tmp_path, capsys):
     assert rc == 1
     assert "✗ timeout: [short rows]" in out and "--timeout SECONDS" in out
     assert time.perf_counter() - t0 < 60
+
+
+def test_a_file_that_is_not_utf8_is_bad_input_named_in_one_line(tmp_path, capsys):
+    bad = tmp_path / "bin.py"
+    bad.write_bytes(b"\xff\xfe bad")
+    for extra in ([], ["--json"]):  # --json too: bad input is never a verdict
+        assert main(["eval", "softmax", str(bad), *extra]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == f"warpsmith eval: {bad}: cannot read candidate: not UTF-8 text (byte 0xff at " \
+                               "offset 0); save it as UTF-8\n"
+
+
+def test_a_directory_is_said_to_be_a_directory_not_missing(tmp_path, capsys):
+    assert main(["eval", "softmax", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}: is a directory, not a file" in err and "no such file" not in err
+    cand = tmp_path / "cand.py"
+    cand.write_text(BASELINE)
+    assert main(["eval", "softmax", str(cand), "--incumbent", str(tmp_path)]) == 2
+    assert f"{tmp_path}: is a directory, not a file (give the incumbent's .py path)" in capsys.readouterr().err
+
+
+def test_static_violations_are_shown_as_check_shows_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    cand = tmp_path / "nolaunch.py"
+    cand.write_text(BASELINE.replace("    y = torch.empty_like(x)\n",
+                                     "    y = torch.empty_like(x)\n    if rows == 1:\n        return y\n"))
+    assert main(["check", "softmax", "nolaunch.py"]) == 1
+    check_lines = capsys.readouterr().out.splitlines()
+    assert check_lines[0].startswith("nolaunch.py:") and ": triton-launch: " in check_lines[0]
+    assert check_lines[1] == "    return y"  # the offending source line, under it
+    assert main(["eval", "softmax", "nolaunch.py"]) == 1
+    out = capsys.readouterr().out
+    assert f"  ✗ {check_lines[0]}\n  {check_lines[1]}\n" in out
+    assert out.count("triton-launch") == 1  # not repeated as a reason without its place
+
+
+def test_a_syntax_error_is_located_as_file_line_col_with_its_source_line():
+    v = _verdict(reasons=[{"rule": "static:python-syntax",
+                           "message": "The candidate is not valid Python: invalid syntax at line 38: '(' was never closed."}],
+                 violations=[{"rule": "python-syntax", "line": 38, "col": 12, "snippet": "def softmax(x:",
+                              "severity": "error",
+                              "message": "The candidate is not valid Python: invalid syntax at line 38: '(' was never closed."}])
+    out = _text(v)
+    assert "  ✗ /tmp/x/cand.py:38:12: python-syntax: The candidate is not valid Python" in out
+    assert "      def softmax(x:\n" in out
+    assert out.count("not valid Python") == 1
+
+
+def test_the_time_columns_say_cand_and_best_as_headless_does():
+    shape = {**_shape("a"), "candidate_us": 1.0, "incumbent_us": 2.0, "speedup": 2.0}
+    header = _text(_verdict(stage="done", shapes=[shape])).splitlines()[1]
+    assert "cand µs" in header and "best µs" in header and "inc µs" not in header
