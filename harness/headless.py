@@ -7,32 +7,10 @@ from typing import Mapping, TextIO
 
 from harness import events as ev
 from harness.commands.eval import BEST_US, CAND_US
+from harness.evaluate.verdict import cannot_keep_reason
 from harness.loop import DecisionReply, DecisionRequest
 
 DIFF_LIMIT = 80  # diff lines shown before a decision; the rest is one git command away
-
-_STAGE_WORDS = {"static": "the static check", "import": "import", "correctness": "the correctness check",
-                "guard": "a runtime guard", "timing": "timing"}
-
-
-def cannot_keep_reason(verdict: dict) -> str:
-    """Why a candidate can never be kept, naming the stage and rule that stopped it, e.g.
-    'rejected at the static check (python-syntax, line 38)'. (The TUI's bench pane and the loop's
-    policy note say 'failed correctness or a guard' for every stage; this is the accurate label.)"""
-    stage = str(verdict.get("stage") or "")
-    where = _STAGE_WORDS.get(stage, stage or "an unknown stage")
-    rules: list[str] = []
-    for r in verdict.get("reasons", []):
-        rule = str(r.get("rule", "")).removeprefix("static:")
-        if rule and rule not in rules:
-            rules.append(rule)
-    if stage == "static":  # locate the first violation: that is where the person looks
-        lines = [v.get("line") for v in verdict.get("violations", []) if v.get("severity", "error") == "error"]
-        if rules and lines and lines[0]:
-            rules[0] += f", line {lines[0]}"
-    more = f" and {len(rules) - 3} more" if len(rules) > 3 else ""
-    return f"rejected at {where}" + (f" ({'; '.join(rules[:3])}{more})" if rules else "")
-
 
 def diff_excerpt(diff: str, limit: int = DIFF_LIMIT) -> tuple[list[str], int]:
     """The first `limit` lines of a unified diff, and how many were left off."""

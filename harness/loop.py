@@ -310,8 +310,9 @@ class Loop:
         action, by, override = reply.action, reply.by, False
         if action == "keep" and not request.can_keep:
             action, by = "revert", "policy"
-            reply.reason = (reply.reason + " " if reply.reason else "") + \
-                "(cannot keep: the candidate failed a correctness check or a guard)"
+            from harness.evaluate.verdict import cannot_keep_reason
+
+            reply.reason = (reply.reason + " " if reply.reason else "") + f"(cannot keep: {cannot_keep_reason(verdict)})"
         elif action == "keep" and request.action != "keep":
             override = True
         best_after = commit if action == "keep" else ws.best

@@ -113,3 +113,26 @@ def recommend(*, correct: bool, guards_ok: bool, timing_available: bool, geomean
     if note:
         msg += f"; {note}"
     return {"action": "keep", "reason": msg, "can_keep": True}
+
+
+_STAGE_WORDS = {"static": "the static check", "import": "import", "correctness": "the correctness check",
+                "guard": "a runtime guard", "timing": "timing", "e2e": "the end-to-end check"}
+
+
+def cannot_keep_reason(verdict: dict) -> str:
+    """Why a candidate can never be kept, naming the stage and rule that stopped it, e.g.
+    'rejected at the static check (python-syntax, line 38)'. Headless, the TUI and the loop's
+    policy note all say it this way."""
+    stage = str(verdict.get("stage") or "")
+    where = _STAGE_WORDS.get(stage, stage or "an unknown stage")
+    rules: list[str] = []
+    for r in verdict.get("reasons", []):
+        rule = str(r.get("rule", "")).removeprefix("static:")
+        if rule and rule not in rules:
+            rules.append(rule)
+    if stage == "static":  # locate the first violation: that is where the person looks
+        lines = [v.get("line") for v in verdict.get("violations", []) if v.get("severity", "error") == "error"]
+        if rules and lines and lines[0]:
+            rules[0] += f", line {lines[0]}"
+    more = f" and {len(rules) - 3} more" if len(rules) > 3 else ""
+    return f"rejected at {where}" + (f" ({'; '.join(rules[:3])}{more})" if rules else "")

@@ -94,7 +94,8 @@ def test_a_candidate_that_failed_correctness_can_never_be_kept(tmp_path):
                 lambda *a: verdict(accepted=False, stage="correctness", can_keep=False), max_iterations=1)
     loop.run()
     d = [r for r in s.journal.read() if r["kind"] == "Decision"][0]
-    assert d["action"] == "revert" and d["by"] == "policy" and "cannot keep" in d["reason"]
+    assert d["action"] == "revert" and d["by"] == "policy"
+    assert "cannot keep: rejected at the correctness check" in d["reason"]  # names the stage that stopped it
     assert "refs/kept/0001" not in s.workspace.refs("refs/")
 
 
