@@ -1,7 +1,8 @@
 """A session folder: `.warpsmith/sessions/<id>/` under the current directory.
 
     session.json    what was asked for (task, agent, packs, options), written once, updated on change
-    journal.jsonl   every event, append-only (harness.journal)
+    journal.jsonl   every event, append-only (harness.journal); the pack selection is its last
+                    PacksSelected record (session.json's `packs` mirrors it)
     results.tsv     the table view of the journal
     repo/           git: candidates on refs/candidates/NNNN, best on refs/heads/best (harness.workspace)
     transcripts/    each LLM proposal's prompt, reasoning and answer
@@ -18,6 +19,9 @@ from typing import Any
 
 from harness.journal import Journal, write_results_tsv
 from harness.workspace import Workspace
+
+
+PACKS_SELECTED = "PacksSelected"
 
 
 def sessions_root(base: Path | None = None) -> Path:
@@ -101,6 +105,23 @@ class Session:
         self.journal.append(record)
         if record.get("kind") == "Decision":
             write_results_tsv(self.root / "results.tsv", self.journal.read())
+
+    # -- pack selection: the journal is its record ------------------------------------------------
+    def set_packs(self, ids: list[str]) -> None:
+        """A new pack selection (the TUI's picker, flags on start): journalled as PacksSelected,
+        the record a resume reads, and mirrored in session.json for the running loop."""
+        self.record({"kind": PACKS_SELECTED, "packs": list(ids)})
+        self.meta.packs = list(ids)
+        self.save_meta()
+
+    def journalled_packs(self) -> list[str] | None:
+        """The last PacksSelected in the journal; None when none was journalled (a session from
+        before selections were journalled: its packs.json has the selection)."""
+        last = None
+        for r in self.journal.iter():
+            if r.get("kind") == PACKS_SELECTED and isinstance(r.get("packs"), list):
+                last = [str(i) for i in r["packs"]]
+        return last
 
 
 def list_sessions(base: Path | None = None) -> list[Path]:

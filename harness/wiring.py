@@ -84,11 +84,20 @@ def make_agent(spec: str, session: Session | None = None, cfg: RunConfig | None 
     raise ValueError(f"unknown agent {spec!r} (tuner | script:DIR | anthropic:MODEL | openai:MODEL | openai-compat:URL)")
 
 
-def make_evaluate(cfg: RunConfig) -> Callable[[Task, Path, Path], dict]:
+def enforced_rules(session: Session, task: Task, catalog) -> list[str]:
+    """The rules packs the session selected beyond the task's own, as the catalog's folders: a
+    rules pack a person adds is enforced by the evaluator, not only shown to the agent. (The
+    task's own are always enforced; taking them out of the prompt doesn't change that.)"""
+    own = set(task.rules) | {f"dsl-{task.dsl}"}
+    picked = (catalog.packs.get(i) for i in session.meta.packs if i not in own)
+    return [str(p.path) for p in picked if p is not None and p.kind == "rules"]
+
+
+def make_evaluate(cfg: RunConfig, extra_rules: Callable[[], list[str]] = list) -> Callable[[Task, Path, Path], dict]:
     from harness.evaluate import EvalOptions, evaluate
 
     def run(task: Task, candidate: Path, incumbent: Path) -> dict:
-        verdict = evaluate(task, candidate, incumbent, EvalOptions())
+        verdict = evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules()))
         rec = verdict.get("recommendation") or {}
         if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
             from harness.e2e import apply_e2e, run_e2e_check  # wins alone: does the workload win too?
@@ -113,20 +122,33 @@ def last_feedback(history) -> str | None:
 
 
 def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool):
-    """The session's packs: saved selection on resume, else defaults for task and GPU, then flags."""
+    """The session's packs. On resume: the last selection in the journal (PacksSelected: the one
+    the session started with, or the person's last pick), as it stands; the start's --pack and
+    --no-pack flags (kept in the session's options) are in it already, and applying them again
+    would undo a pick. Else: defaults for task and GPU, then the flags. Journalled when it changes."""
     from harness.packs import PackError, Selection, discover, session_selection
 
     catalog = discover()
-    saved = Selection.load(session.root) if resumed and (session.root / Selection.FILE).exists() else None
+    journalled = session.journalled_packs()
+    saved, add, remove = None, cfg.packs_add, cfg.packs_remove
+    if resumed:
+        if journalled is not None:
+            saved = Selection(journalled)
+        elif (session.root / Selection.FILE).exists():  # a session from before selections were journalled
+            saved = Selection.load(session.root)
+        if saved is not None:
+            add, remove = [], []
     try:
-        sel, notes = session_selection(task, catalog, cfg.packs_add, cfg.packs_remove, saved)
+        sel, notes = session_selection(task, catalog, add, remove, saved)
     except KeyError as e:
-        raise ValueError(str(e).strip("'\"")) from None
+        # A pack that exists but failed to load is "unknown" to the catalog: say why it failed.
+        why = [str(err) for err in catalog.errors
+               if any(getattr(err, "pack_id", None) == i or Path(err.path).parent.name == i for i in [*add, *remove])]
+        raise ValueError("; ".join([str(e).strip("'\""), *why])) from None
     except PackError as e:
         raise ValueError(str(e)) from None
-    sel.save(session.root)
-    session.meta.packs = list(sel.ids)
-    session.save_meta()
+    if sel.ids != journalled:
+        session.set_packs(sel.ids)
     return catalog, sel, notes, [str(e) for e in catalog.errors]
 
 
@@ -142,26 +164,29 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         from harness.evaluate.backends import make_evaluator
         from harness.parallel import ParallelLoop
 
+        from harness.evaluate import EvalOptions
+
         evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
         loop = ParallelLoop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
-                            budget=getattr(agent, "budget", None), proposals=cfg.proposals)
+                            budget=getattr(agent, "budget", None), proposals=cfg.proposals,
+                            options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog)))
     else:
-        loop = Loop(session, task, agent, decider, make_evaluate(cfg), emit=emit, max_iterations=cfg.iterations,
-                    budget=getattr(agent, "budget", None))
+        loop = Loop(session, task, agent, decider, make_evaluate(cfg, lambda: enforced_rules(session, task, catalog)),
+                    emit=emit, max_iterations=cfg.iterations, budget=getattr(agent, "budget", None))
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 
     profiled = {"incumbent": ""}  # the incumbent whose profile the bench pane shows
 
     def prompt_builder(ctx):
-        # The TUI's pack picker edits session.meta.packs; a change applies from the next prompt.
+        # The TUI's pack picker journals a selection (Session.set_packs, mirrored in
+        # session.meta.packs); a change applies from the next prompt.
         wanted = list(session.meta.packs)
         if sorted(wanted) != sorted(p.id for p in watcher.packs()):
             try:
                 watcher.set_packs(Selection(wanted).resolve(catalog))
-                Selection(wanted).save(session.root)
             except KeyError as e:  # a pack removed from disk since it was picked: keep the last set
-                session.meta.packs = [p.id for p in watcher.packs()]
+                session.set_packs([p.id for p in watcher.packs()])
                 loop.emit(ev.AgentNotice(ctx.iteration, "warning", f"pack selection unchanged: {e}"))
         p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
                          last_feedback(ctx.history))

@@ -99,7 +99,11 @@ class EvalJob:
 
 
 def options_dict(options: Any) -> dict:
-    """EvalOptions (or a dict of its fields) as a plain dict, without the submitting machine's python."""
+    """EvalOptions (or a dict of its fields, or a function returning either: options that follow the
+    session, such as the rules packs a person selects) as a plain dict, without the submitting
+    machine's python."""
+    if callable(options):
+        options = options()
     if options is None:
         return {}
     d = asdict(options) if not isinstance(options, dict) else dict(options)
