@@ -16,10 +16,11 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.message import Message
+from textual.screen import Screen
 
 from harness import events as ev
 from harness.loop import Decider, DecisionReply, DecisionRequest, Loop
@@ -190,8 +191,9 @@ class WarpsmithApp(App[int]):
             self.decision_sent = reply.action
             self.call_later(self.run_screen.redraw, {"decision"})
 
-    def keep(self) -> None:
-        verdict = self.decider.check_keep()
+    def keep(self, deliberate: bool = False) -> None:
+        """`deliberate`: chosen in the command palette (no early-keypress guard); else a key."""
+        verdict = self.decider.check_keep(deliberate)
         if not verdict.accepted:
             self.notify(verdict.message, severity="warning")
             return
@@ -211,11 +213,11 @@ class WarpsmithApp(App[int]):
             "journalled as an override.", "keep it (override)", self.decider.key_guard_s, self.clock),
             answered)
 
-    def keep_buckets(self) -> None:
+    def keep_buckets(self, deliberate: bool = False) -> None:
         """Keep the candidate for the task's buckets it wins, and revert it everywhere else."""
         from harness.dispatch import bucket_results
 
-        verdict = self.decider.check_revert()  # same rules as any decision key: waiting, not too soon
+        verdict = self.decider.check_revert(deliberate)  # same rules as any decision key: waiting, not too soon
         if not verdict.accepted:
             self.notify(verdict.message, severity="warning")
             return
@@ -237,15 +239,15 @@ class WarpsmithApp(App[int]):
         self._send(DecisionReply("revert", "human", f"kept for the {', '.join(wins)} bucket(s) only",
                                  buckets=wins))
 
-    def revert(self) -> None:
-        verdict = self.decider.check_revert()
+    def revert(self, deliberate: bool = False) -> None:
+        verdict = self.decider.check_revert(deliberate)
         if not verdict.accepted:
             self.notify(verdict.message, severity="warning")
             return
         self._send(DecisionReply("revert", "human"))
 
-    def revert_with_reason(self) -> None:
-        verdict = self.decider.check_revert()
+    def revert_with_reason(self, deliberate: bool = False) -> None:
+        verdict = self.decider.check_revert(deliberate)
         if not verdict.accepted:
             self.notify(verdict.message, severity="warning")
             return
@@ -328,14 +330,20 @@ class WarpsmithApp(App[int]):
         def answered(ids: list[str] | None) -> None:
             if ids is None:
                 return
-            self.session.meta.packs = list(ids)
-            self.session.save_meta()
-            self.session.record({"kind": "PacksSelected", "packs": list(ids)})
+            # Journalled now (PacksSelected: what a resume reads), so a quit before the next
+            # prompt keeps it; the loop picks it up from the next prompt.
+            still = [i for i in enforced if i in self.state.packs and i not in ids]  # just turned off
+            self.session.set_packs(ids)
             self.state.packs = list(ids)
-            self.notify("packs: " + (", ".join(ids) or "none") + " (from the next prompt)")
+            self.notify("packs: " + (", ".join(ids) or "none") + " (from the next prompt)"
+                        + (f"; the rules of {', '.join(still)} are still enforced" if still else ""))
             self.call_later(self.run_screen.redraw, {"status"})
 
-        self.push_screen(PackPickerScreen(self.state.packs, self.pack_catalog), answered)
+        # The guard applies these whatever the selection (harness.guard.rules_for_task: the task's
+        # rules packs and dsl-<dsl>); unselecting one only takes its text out of the prompt.
+        enforced = list(dict.fromkeys([*self.task_.rules, f"dsl-{self.task_.dsl}"]))
+        self.push_screen(PackPickerScreen(self.state.packs, self.pack_catalog, enforced, self.task_.name),
+                         answered)
 
     def show_task(self) -> None:
         self.push_screen(TaskScreen(self.task_))
@@ -355,6 +363,8 @@ class WarpsmithApp(App[int]):
         self.notify(f"copied candidate #{c.iteration} ({len(c.new.splitlines())} lines)")
 
     def request_quit(self) -> None:
+        if any(isinstance(s, ConfirmScreen) and s.purpose == "quit" for s in self.screen_stack):
+            return  # already asking (q then ctrl+q): one question is enough
         if self.state.phase == "evaluating":
             def answered(yes: bool | None) -> None:
                 if yes:
@@ -363,13 +373,31 @@ class WarpsmithApp(App[int]):
             self.push_screen(ConfirmScreen(
                 "Quit during an evaluation?",
                 "The evaluation in progress is dropped; the candidate is committed and journalled, and "
-                "`warpsmith sessions resume " + self.session.id + "` evaluates it again.", "quit"), answered)
+                "`warpsmith sessions resume " + self.session.id + "` evaluates it again.", "quit",
+                purpose="quit"), answered)
             return
         self.shutdown()
 
     async def action_quit(self) -> None:
-        # ctrl+q (Textual's own quit key) gets the same question as `q`.
+        # Textual binds ctrl+q (priority, app level) to this action: it gets the same question as `q`.
         self.request_quit()
+
+    def action_help_quit(self) -> None:
+        # ctrl+c: Textual's hint names only ctrl+q.
+        self.notify("Press [b]q[/b] or [b]ctrl+q[/b] to quit (it asks during an evaluation; the session is "
+                    "saved either way)", title="Do you want to quit?")
+
+    # -- command palette (ctrl+p) ---------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's commands, its Quit replaced by ours (it asks during an evaluation), then the
+        main screen's actions that apply now (the ones its footer would show enabled)."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Quit":
+                yield command
+        yield SystemCommand("Quit", "q · asks during an evaluation; the session is saved either way",
+                            self.request_quit)
+        if screen is self.run_screen:
+            yield from self.run_screen.palette_commands()
 
     def shutdown(self) -> None:
         self.quitting = True

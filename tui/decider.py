@@ -71,11 +71,13 @@ class TuiDecider:
     def too_soon(self) -> bool:
         return self.shown_at is None or self.clock() - self.shown_at < self.key_guard_s
 
-    def check_keep(self) -> KeyVerdict:
+    def check_keep(self, deliberate: bool = False) -> KeyVerdict:
+        """`deliberate`: chosen by name in the command palette, not a key that may have been meant
+        for something else, so the early-keypress guard does not apply."""
         req = self._pending
         if req is None:
             return KeyVerdict(False, message="no decision is waiting")
-        if self.too_soon():
+        if not deliberate and self.too_soon():
             return KeyVerdict(False, message="key ignored: pressed too soon after the prompt appeared")
         if not req.can_keep:
             return KeyVerdict(False, message="cannot keep: the candidate failed a correctness check, "
@@ -85,10 +87,10 @@ class TuiDecider:
                               message=f"the harness recommends revert: {req.reason}")
         return KeyVerdict(True)
 
-    def check_revert(self) -> KeyVerdict:
+    def check_revert(self, deliberate: bool = False) -> KeyVerdict:
         if self._pending is None:
             return KeyVerdict(False, message="no decision is waiting")
-        if self.too_soon():
+        if not deliberate and self.too_soon():
             return KeyVerdict(False, message="key ignored: pressed too soon after the prompt appeared")
         return KeyVerdict(True)
 

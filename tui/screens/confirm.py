@@ -21,9 +21,10 @@ class ConfirmScreen(ModalScreen[bool]):
     ]
 
     def __init__(self, title: str, message: str, yes_label: str = "yes", guard_s: float = 0.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, purpose: str = "") -> None:
         super().__init__()
         self.title_text, self.message, self.yes_label = title, message, yes_label
+        self.purpose = purpose  # what is asked ("quit"), so the app does not ask it twice
         self.guard_s, self.clock = guard_s, clock
         self.shown_at: float | None = None
 

@@ -19,16 +19,20 @@ KEYS = [
     ("m", "switch agent or model (from the next proposal; journalled)"),
     ("a", "toggle auto mode (follow the harness's recommendation, from the next decision)"),
     ("space", "pause / resume the loop (takes effect before the next proposal)"),
-    ("p", "pack picker (applies from the next prompt)"),
+    ("p", "pack picker: [x] on, [ ] off, Space toggles, a applies (from the next prompt; journalled, so "
+          "a resume keeps it). A rules pack you add is enforced; the task's own are enforced even when off"),
     ("v", "diff: unified / split"),
     ("f", "diff: whole candidate / diff"),
+    ("←/→", "in the diff pane: scroll sideways 8 columns (long lines, split view); shift+←/→ line start / end"),
+    ("tab", "move focus between panes (the focused pane has a heavy border); keys like ←/→ act on it"),
     ("c", "copy the candidate to the clipboard (OSC 52; tmux needs `set -g set-clipboard on`)"),
     ("b", "terminal bell on decisions: on / off"),
     ("1 2 3", "narrow terminals (under 120 columns): reasoning / diff / bench tab"),
     ("t", "task details"),
     ("s", "sessions"),
     ("?", "this help"),
-    ("q", "quit (asks if an evaluation is running; the session is saved either way)"),
+    ("ctrl+p", "command palette: every action that applies now, by name (type `keep`, `pack`, `diff`...)"),
+    ("q ctrl+q", "quit (asks if an evaluation is running; the session is saved either way)"),
 ]
 
 NOTES = """

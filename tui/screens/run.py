@@ -1,14 +1,17 @@
 """The main screen: reasoning | diff | bench side by side, tabs below ~120 columns.
 
 All keys live here (modal screens pushed above it have their own, so typing an idea never
-triggers a decision). Bindings that don't apply right now are hidden via check_action.
+triggers a decision). Bindings that don't apply right now are hidden via check_action; the
+command palette (ctrl+p) offers the same actions, those that apply now (palette_commands).
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
-from textual.app import ComposeResult
+from textual.actions import parse
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
@@ -28,11 +31,39 @@ if TYPE_CHECKING:
 NARROW_BELOW = 120  # columns: three readable panes need about 40 each
 DECISION_ACTIONS = {"keep", "revert", "revert_reason", "keep_buckets"}
 
+# The command palette's entry for each binding's action: (title, what it does). Titles hold the
+# words people type ("keep", "pack", "diff"); the key is added to the help line.
+PALETTE = {
+    "keep": ("Keep the candidate", "asks to confirm against a revert recommendation"),
+    "keep_buckets": ("Keep buckets: keep for the buckets it wins only", "reverted everywhere else"),
+    "revert": ("Revert the candidate", "veto"),
+    "revert_reason": ("Revert with a reason (revert+why)", "your words go back to the agent"),
+    "ideas": ("Ideas for the agent", "standing directions in every following prompt"),
+    "model": ("Model: switch agent or model", "from the next proposal"),
+    "auto": ("Auto mode", "follow the harness's recommendation"),
+    "pause": ("Pause the loop", "before its next proposal"),
+    "packs": ("Packs: pick the prompt's packs", "from the next prompt"),
+    "split": ("Diff: unified / split", "side by side or one column"),
+    "full": ("Diff: whole candidate / diff", "the candidate's whole source"),
+    "copy": ("Copy the candidate", "to the clipboard (OSC 52)"),
+    "bell": ("Bell on decisions", "the terminal bell when a decision waits"),
+    "task": ("Task details", "shapes, tolerance, rules"),
+    "sessions": ("Sessions", "this folder's sessions; how to resume one"),
+    "tab('tab-reasoning')": ("Show the reasoning tab", "narrow layout"),
+    "tab('tab-diff')": ("Show the diff tab", "narrow layout"),
+    "tab('tab-bench')": ("Show the bench tab", "narrow layout"),
+    "help": ("Help: every key", "keys and notes"),
+}
+
 
 class RunScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     AUTO_FOCUS = "#reasoning"
+    # Help and quit first: the footer cuts off what does not fit (80 columns while deciding), and
+    # these two must always show; every binding is in the palette and the help screen anyway.
     BINDINGS = [
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit_app", "quit"),
         Binding("k", "keep", "keep"),
         Binding("K", "keep_buckets", "keep buckets"),
         Binding("r", "revert", "revert"),
@@ -51,8 +82,6 @@ class RunScreen(Screen[None]):
         Binding("1", "tab('tab-reasoning')", "reasoning", show=False),
         Binding("2", "tab('tab-diff')", "diff", show=False),
         Binding("3", "tab('tab-bench')", "bench", show=False),
-        Binding("question_mark", "help", "help"),
-        Binding("q", "quit_app", "quit"),
     ]
 
     def __init__(self) -> None:
@@ -142,17 +171,19 @@ class RunScreen(Screen[None]):
             return bool(self.narrow)
         return True
 
-    def action_keep(self) -> None:
-        self.wapp.keep()
+    # `deliberate`: run from the command palette, where nothing is typed by accident (the
+    # early-keypress guard is for keys; closing the palette restarts it, see on_screen_resume).
+    def action_keep(self, deliberate: bool = False) -> None:
+        self.wapp.keep(deliberate)
 
-    def action_keep_buckets(self) -> None:
-        self.wapp.keep_buckets()
+    def action_keep_buckets(self, deliberate: bool = False) -> None:
+        self.wapp.keep_buckets(deliberate)
 
-    def action_revert(self) -> None:
-        self.wapp.revert()
+    def action_revert(self, deliberate: bool = False) -> None:
+        self.wapp.revert(deliberate)
 
-    def action_revert_reason(self) -> None:
-        self.wapp.revert_with_reason()
+    def action_revert_reason(self, deliberate: bool = False) -> None:
+        self.wapp.revert_with_reason(deliberate)
 
     def action_ideas(self) -> None:
         self.wapp.edit_ideas()
@@ -200,4 +231,41 @@ class RunScreen(Screen[None]):
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        self._focus_pane(tab)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane is not None and event.pane.id:
+            self._focus_pane(event.pane.id)
+
+    def _focus_pane(self, tab: str) -> None:
+        # Focus follows the shown tab. Left on a pane in a hidden tab, focus is dropped, and the
+        # screen's AUTO_FOCUS brings it back to #reasoning when a modal closes, which switches the
+        # tab back to reasoning (TabbedContent shows the tab that holds the focused widget).
+        try:
+            pane = self.query_one(f"#{tab} .pane")
+        except NoMatches:
+            return
+        if self.focused is not pane:
+            pane.focus()
+
+    # -- command palette ------------------------------------------------------------------------
+    def palette_commands(self) -> Iterator[SystemCommand]:
+        """The palette's entries: every action in PALETTE whose binding applies now (check_action
+        as for the footer), each running the binding's action, as its key would."""
+        for b in self.BINDINGS:
+            assert isinstance(b, Binding)
+            if b.action not in PALETTE:
+                continue
+            _, name, params = parse(b.action)
+            if not self.check_action(name, params):
+                continue
+            title, what = PALETTE[b.action]
+            if name == "pause" and self.wapp.state.paused:
+                title, what = "Resume the loop", "paused now"
+            elif name in ("auto", "bell"):
+                on = self.wapp.decider.auto if name == "auto" else self.wapp.bell_enabled
+                title += ": turn off" if on else ": turn on"
+            action = f"{name}(True)" if name in DECISION_ACTIONS else b.action
+            yield SystemCommand(title, f"{self.app.get_key_display(b)} · {what}",
+                                partial(self.run_action, action))
 

@@ -2,11 +2,15 @@
 tally of outcomes, the incumbent's bottleneck profile, per-model rule/DSL breaks and the ideas."""
 from __future__ import annotations
 
+import re
+
+from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
+from harness.evaluate.verdict import cannot_keep_reason
 from tui.state import TALLY_KEYS, RunState
 
 COLUMNS = ("shape", "ok", "best", "cand", "×", "roof")  # times in µs (the pane title says so)
@@ -27,11 +31,25 @@ def shape_rows(verdict: dict) -> list[tuple[str, ...]]:
     return rows
 
 
-def verdict_text(state: RunState) -> Text:
+MAX_REASONS = 8
+_LINE = re.compile(r"\bline (\d+)")
+
+
+def is_previous(state: RunState) -> bool:
+    """The verdict on screen belongs to an earlier candidate than the one being proposed or
+    evaluated now."""
+    return state.verdict is not None and state.phase != "ended" and state.iteration > state.verdict_iteration
+
+
+def verdict_head(state: RunState) -> Text:
+    """One line above the table: whose verdict it is, and whether a newer candidate is on its way."""
     v = state.verdict
     if v is None:
         return Text("no verdict yet", style="dim")
+    previous = is_previous(state)
     t = Text()
+    if previous:
+        t.append("previous: ", style="bold yellow")
     t.append(f"#{state.verdict_iteration} ", style="bold")
     if v.get("accepted"):
         t.append("accepted", style="bold green")
@@ -40,19 +58,75 @@ def verdict_text(state: RunState) -> Text:
     g = v.get("geomean_speedup")
     if isinstance(g, (int, float)):
         t.append(f"  geomean {g:.3f}x", style="bold")
-    if not v.get("timing_available", False):
-        t.append("\ntiming unavailable (interpreter)", style="yellow")
-    for r in v.get("reasons", [])[:8]:
-        t.append(f"\n• {r.get('rule')}: ", style="bold")
-        t.append(str(r.get("message", "")))
-    rec = state.recommendation
-    if rec is not None and rec.iteration == state.verdict_iteration:
-        t.append("\nrecommend ", style="bold")
-        t.append(rec.action.upper(), style="bold green" if rec.action == "keep" else "bold red")
-        t.append(f": {rec.reason}")
-        if not rec.can_keep:
-            t.append("\ncannot be kept (failed correctness or a guard)", style="red")
+    if previous:
+        t.append(f" · now #{state.iteration}", style="italic")
+        t.stylize("dim")
     return t
+
+
+def reason_lines(verdict: dict) -> list[str]:
+    """One line per reason: a rule violation as its rule id and line (the diff marks the line and
+    the reasoning pane has the whole message), anything else as the first line of its message."""
+    out: list[str] = []
+    shown: set[str] = set()
+    for viol in verdict.get("violations", []):
+        if viol.get("severity", "error") != "error":
+            continue
+        rule = str(viol.get("rule", "?"))
+        shown.add(rule)
+        line = viol.get("line")
+        out.append(f"{rule}  line {line}" if isinstance(line, int) and line > 0 else f"{rule}  (file)")
+    for r in verdict.get("reasons", []):
+        rule = str(r.get("rule", "?"))
+        base = rule.removeprefix("static:")
+        if base in shown:
+            continue  # listed above, from the violation itself
+        msg = str(r.get("message", ""))
+        m = _LINE.search(msg) if rule.startswith("static:") else None
+        first = msg.strip().splitlines()[0] if msg.strip() else ""
+        out.append(f"{base}  line {m.group(1)}" if m else (f"{rule}: {first}" if first else rule))
+    return out
+
+
+def verdict_lines(state: RunState) -> list[Text]:
+    """Below the table: timing, one line per reason, then the decision (or the recommendation
+    while it is open). Every line stays one line: the reasons are cut, not wrapped."""
+    v = state.verdict
+    if v is None:
+        return []
+    lines: list[Text] = []
+    if not v.get("timing_available", False):
+        lines.append(Text("timing unavailable (interpreter)", style="yellow"))
+    reasons = reason_lines(v)
+    for r in reasons[:MAX_REASONS]:
+        line = Text.assemble(("• ", "bold"), r)
+        line.no_wrap, line.overflow = True, "ellipsis"
+        lines.append(line)
+    if len(reasons) > MAX_REASONS:
+        lines.append(Text(f"  +{len(reasons) - MAX_REASONS} more (reasoning pane)", style="dim"))
+    d, rec = state.last_decision, state.recommendation
+    if d is not None and d.iteration == state.verdict_iteration:
+        t = Text("decided ", style="bold")
+        t.append(d.action.upper(), style="bold green" if d.action == "keep" else "bold red")
+        t.append(f" by {d.by}" + (" (override)" if d.override else ""))
+        lines.append(t)
+    elif rec is not None and rec.iteration == state.verdict_iteration:
+        t = Text("recommend ", style="bold")
+        t.append(rec.action.upper(), style="bold green" if rec.action == "keep" else "bold red")
+        if v.get("accepted"):  # a rejection's reason is the list above (and the decision bar's)
+            t.append(f": {rec.reason}")
+        lines.append(t)
+        if not rec.can_keep:
+            lines.append(Text(f"cannot be kept: {cannot_keep_reason(v)}", style="red"))
+    if is_previous(state):
+        for t in lines:
+            t.stylize("dim")
+    return lines
+
+
+def verdict_text(state: RunState) -> Text:
+    """The head and the lines below the table, as one text (tests, plain output)."""
+    return Text("\n").join([verdict_head(state), *verdict_lines(state)])
 
 
 def tally_text(state: RunState) -> Text:
@@ -105,6 +179,7 @@ class BenchPane(VerticalScroll):
         self.border_title = "bench · times in µs"
 
     def compose(self) -> ComposeResult:
+        yield Static(id="verdict-head")
         yield DataTable(id="shapes", show_cursor=False, zebra_stripes=True)
         yield Static(id="verdict")
         yield Static(Text("best speedup per decision", style="dim"), id="spark-label")
@@ -124,10 +199,20 @@ class BenchPane(VerticalScroll):
             table.add_column(label, width=max([len(label)] + [len(r[i]) for r in rows]))
         for row in rows:
             table.add_row(*row)
-        self.query_one("#verdict", Static).update(verdict_text(state))
-        # A flat line still says "nothing kept made it faster"; Sparkline needs 2 points to draw.
-        data = [1.0] + state.best_history
-        self.query_one("#history", Sparkline).data = data
+        self.set_class(is_previous(state), "-previous")
+        self.query_one("#verdict-head", Static).update(verdict_head(state))
+        verdict = self.query_one("#verdict", Static)
+        lines = verdict_lines(state)
+        verdict.display = bool(lines)
+        verdict.update(Group(*lines))
+        # A flat line still says "nothing kept made it faster"; Sparkline needs 2 points to draw
+        # (one point is drawn as a solid block: nothing at all until the first decision).
+        history = self.query_one("#history", Sparkline)
+        history.display = bool(state.best_history)
+        history.data = [1.0] + state.best_history
+        self.query_one("#spark-label", Static).update(
+            Text("best speedup per decision", style="dim") if state.best_history
+            else Text("best speedup per decision: no decisions yet", style="dim"))
         self.query_one("#tally", Static).update(tally_text(state))
         profile = self.query_one("#profile", Static)
         profile.display = state.profile is not None

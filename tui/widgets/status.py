@@ -3,7 +3,8 @@
 One line at any width: when the full line does not fit, lower-priority fields are shortened, then
 dropped, in this order: packs (count), tokens (k/M), GPU (short name), packs, tokens (cost stays),
 agent (clipped), GPU, agent, phase. Mode badge, task, iteration and cost stay; the rest is cut
-with an ellipsis only when even that does not fit.
+with an ellipsis only when even that does not fit. Once the run has ended, the iteration is the
+last one that had a candidate.
 """
 from __future__ import annotations
 
@@ -42,6 +43,14 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def shown_iteration(state: RunState) -> int:
+    """The iteration to show: the current one while the run goes on; once it has ended, the last
+    one that had a candidate (an iteration started but ended before proposing shows nothing)."""
+    if state.phase != "ended":
+        return state.iteration
+    return state.candidate.iteration if state.candidate is not None else 0
+
+
 def _build(state: RunState, level: dict[str, int]) -> Text:
     t = Text()
     badge = " AUTO " if state.mode == "auto" else " MANUAL "
@@ -51,7 +60,9 @@ def _build(state: RunState, level: dict[str, int]) -> Text:
     t.append(f" {state.phase} " if level["phase"] == 0 else " ", style="italic")
     t.append("│ ", style="dim")
     t.append(state.task or "-", style="bold")
-    t.append(f" #{state.iteration}")
+    it = shown_iteration(state)
+    if it:
+        t.append(f" #{it}")
     agent = state.agent or "-"
     parts = [
         (agent, _clip(agent, _AGENT_CLIP), None)[level["agent"]],
