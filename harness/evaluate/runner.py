@@ -432,7 +432,23 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
                        f"task files changed during the run: {', '.join(changed)} (restored from the copy "
                        "taken before the run)")
             _restore(task.root, saved, after)
-    return _finish(v, run, t0, timing_available)
+    return _partial(_finish(v, run, t0, timing_available), task, on_gpu, shapes)
+
+
+def _partial(v: dict, task: Task, on_gpu: bool, shapes: list[Shape]) -> dict:
+    """A verdict on a subset of the shapes (eval --shapes, for debugging) says so and is never a
+    keep: a candidate can win on the shapes it was shown and lose on the long ones it skipped."""
+    skipped = [s.name for s in task.shapes_for(on_gpu) if s.name not in {x.name for x in shapes}]
+    if not skipped:
+        return v
+    v["partial"] = skipped
+    v["notes"].append(f"partial verdict: shapes not run: {', '.join(skipped)} (--shapes)")
+    rec = v.get("recommendation") or {}
+    if rec.get("action") == "keep":
+        v["recommendation"] = {**rec, "action": "revert", "can_keep": False,
+                               "reason": f"not every shape was run (skipped: {', '.join(skipped)}); "
+                                         "a keep needs all of them"}
+    return v
 
 
 def _restore(root: Path, saved: dict[str, bytes], after: dict[str, str]) -> None:

@@ -97,3 +97,24 @@ def test_a_spare_child_serves_the_next_evaluation_and_is_retired_at_exit():
     assert new_spare is not spare
     runner.close_spares()
     assert new_spare.proc.poll() is not None and not runner._SPARES
+
+
+def test_a_verdict_on_some_shapes_only_says_which_were_skipped(softmax_task):
+    """eval --shapes is for debugging: the verdict names the shapes it did not run (the long one
+    here) and can never recommend a keep."""
+    v = evaluate(softmax_task, softmax_task.baseline_path, options=EvalOptions(on_gpu=False, shapes=["short rows"]))
+    assert v["accepted"] and v["partial"] == ["odd rows", "long row"]
+    assert any("partial verdict" in n and "long row" in n for n in v["notes"])
+    assert v["recommendation"]["action"] == "revert"
+
+
+def test_a_partial_verdict_turns_a_keep_into_a_revert(softmax_task):
+    from harness.evaluate.runner import _partial
+
+    gpu_shapes = softmax_task.shapes_for(True)
+    keep = {"recommendation": {"action": "keep", "reason": "1.2x", "can_keep": True}, "notes": []}
+    v = _partial(keep, softmax_task, True, gpu_shapes[:1])
+    assert v["recommendation"]["action"] == "revert" and not v["recommendation"]["can_keep"]
+    assert "long rows 128k" in v["recommendation"]["reason"]
+    full = {"recommendation": {"action": "keep", "reason": "1.2x", "can_keep": True}, "notes": []}
+    assert _partial(full, softmax_task, True, gpu_shapes)["recommendation"]["action"] == "keep"
