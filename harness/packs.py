@@ -305,9 +305,11 @@ def load_pack(folder: Path | str, origin: str = "path") -> Pack:
     if rule_raw and kind != "rules":
         raise err("rule[0]", f"only rules packs have [[rule]] tables; this pack's kind is {kind!r}")
     specs = data.get("specs", {})
-    if not isinstance(specs, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                              for v in specs.values()):
+    if not isinstance(specs, dict):
         raise err("specs", "must be a table of numbers, e.g. specs = { hbm_tb_s = 4.8 }")
+    for k, v in specs.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise err(f"specs.{k}", f"must be a number, not {v!r} (e.g. {k} = 132)")
     rules: list = []
     if kind == "rules" and rule_raw:
         rules = _compile_rules(rule_raw, pid, toml_path, text)

@@ -360,7 +360,10 @@ class WarpsmithApp(App[int]):
             self.notify("no candidate yet", severity="warning")
             return
         self.copy_to_clipboard(c.new)  # OSC 52: reaches the local clipboard over SSH
-        self.notify(f"copied candidate #{c.iteration} ({len(c.new.splitlines())} lines)")
+        # OSC 52 asks the terminal to set the clipboard; nothing says whether it did (tmux drops
+        # it unless set-clipboard is on), so say what was sent, not that it was copied.
+        self.notify(f"sent candidate #{c.iteration} ({len(c.new.splitlines())} lines) to the terminal's "
+                    "clipboard (OSC 52; under tmux: set -g set-clipboard on)")
 
     def request_quit(self) -> None:
         if any(isinstance(s, ConfirmScreen) and s.purpose == "quit" for s in self.screen_stack):

@@ -80,6 +80,11 @@ def test_unknown_key_and_bad_applies_to(tmp_path, write_pack):
     assert e.field == "applies_to.chip" and e.line == 7
 
 
+def test_a_spec_that_is_not_a_number_is_named_with_its_line(tmp_path, write_pack):
+    e = _err(write_pack(tmp_path / "a", "h9", extra='[specs]\nhbm_tb_s = 4.8\nsm_count = "many"\n'))
+    assert e.field == "specs.sm_count" and e.line == 9 and "'many'" in str(e)
+
+
 def test_files_must_stay_inside_the_pack(tmp_path, write_pack):
     (tmp_path / "secret.md").write_text("outside")
     d = write_pack(tmp_path / "a", "h9", files={"a.md": "x"})
