@@ -146,7 +146,7 @@ class RunState:
         if isinstance(e, ev.IterationStarted):
             self.iteration, self.phase = e.iteration, "proposing"
             self.turn(e.iteration)
-            return {"status", "reasoning"}
+            return {"status", "reasoning", "bench"}  # the bench's verdict is now the previous one
         if isinstance(e, ev.Reasoning):
             self.turn(e.iteration).add_text(e.channel, e.text)
             return {"reasoning"}

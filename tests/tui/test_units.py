@@ -183,3 +183,10 @@ def test_short_device_names():
     assert short_device("NVIDIA H100 80GB HBM3") == "H100"
     assert short_device("cpu (Triton interpreter)") == "cpu"
     assert short_device("") == "-"
+
+
+def test_a_new_iteration_redraws_the_bench_whose_verdict_just_became_the_previous_one():
+    s = RunState()
+    s.apply(ev.IterationStarted(1))
+    s.apply(ev.EvalResult(1, {"accepted": True, "shapes": []}))
+    assert "bench" in s.apply(ev.IterationStarted(2))
