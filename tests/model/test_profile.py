@@ -132,7 +132,7 @@ def test_on_a_gpu_the_incumbents_profile_goes_to_the_prompt_and_once_to_the_benc
             yield Proposal(ctx.incumbent_source + f"\n# try {ctx.iteration}\n", f"try {ctx.iteration}")
 
     monkeypatch.setattr(w, "make_agent", lambda *a, **k: ReadsPrompt())
-    monkeypatch.setattr(w, "make_evaluate", lambda cfg: lambda t, c, i: {
+    monkeypatch.setattr(w, "make_evaluate", lambda cfg, *rules: lambda t, c, i: {
         "accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": False,
         "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}})
     monkeypatch.chdir(tmp_path)
