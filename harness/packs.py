@@ -646,8 +646,8 @@ def session_selection(task: Any, catalog: Catalog, add: Iterable[str] = (), remo
         missing = [i for i in sel.ids if i not in catalog.packs]
         if missing:
             raise KeyError(f"the session selected pack(s) {', '.join(missing)} that no source provides "
-                           f"now (known: {', '.join(sorted(catalog.packs)) or 'none'}); reinstall them "
-                           "or remove them with --no-pack")
+                           f"now (known: {', '.join(sorted(catalog.packs)) or 'none'}); reinstall them, "
+                           f"or resume with --no-packs {','.join(missing)}")
     else:
         ids, notes = explain_default_selection(task, catalog, arch, gpu_name)
         sel = Selection(ids)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -97,8 +98,11 @@ class Session:
         return cls(root, meta)
 
     def save_meta(self) -> None:
-        tmp = self.root / "session.json.tmp"
-        tmp.write_text(json.dumps(asdict(self.meta), indent=2))
+        # The UI thread (picker, agent switch) and the loop thread (a picked pack gone from disk)
+        # both save: a temp file of each writer's own, so neither replaces the other's half-written one.
+        fd, tmp = tempfile.mkstemp(prefix="session.json.", suffix=".tmp", dir=self.root)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(asdict(self.meta), indent=2))
         os.replace(tmp, self.root / "session.json")
 
     def record(self, record: dict) -> None:

@@ -142,8 +142,9 @@ def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool):
         sel, notes = session_selection(task, catalog, add, remove, saved)
     except KeyError as e:
         # A pack that exists but failed to load is "unknown" to the catalog: say why it failed.
+        named = [*add, *remove, *(saved.ids if saved is not None else [])]
         why = [str(err) for err in catalog.errors
-               if any(getattr(err, "pack_id", None) == i or Path(err.path).parent.name == i for i in [*add, *remove])]
+               if any(getattr(err, "pack_id", None) == i or Path(err.path).parent.name == i for i in named)]
         raise ValueError("; ".join([str(e).strip("'\""), *why])) from None
     except PackError as e:
         raise ValueError(str(e)) from None

@@ -113,7 +113,10 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
 
         for r in session.journal.read():
             if r.get("kind") in ("CandidateProposed", "EvalResult"):
-                printer.remember(ev.from_dict(r))
+                try:
+                    printer.remember(ev.from_dict(r))
+                except TypeError:  # a record from an older warpsmith: its diff just isn't shown again
+                    pass
     if not cfg.auto and not sys.stdin.isatty():
         # Answers then come from a pipe or nothing at all; at its end each prompt takes its default.
         print("warpsmith: stdin is not a terminal: keep/revert answers are read from it, and once it ends "

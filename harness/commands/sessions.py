@@ -22,6 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     resume.add_argument("--auto", action="store_true", default=None)
     resume.add_argument("--iterations", type=int, default=None, help="new total iteration limit")
     resume.add_argument("--quiet", action="store_true", default=None, help="headless: don't print the reasoning stream")
+    resume.add_argument("--packs", default=None, metavar="ID,...",
+                        help="add these packs to the session's selection (journalled)")
+    resume.add_argument("--no-packs", default=None, metavar="ID,...",
+                        help="take these packs out of the session's selection, e.g. one that no longer loads")
     resume.set_defaults(func=cmd_resume)
     export = ssub.add_parser("export", help="write the session's best kernel to a file")
     export.add_argument("id")
@@ -83,6 +87,8 @@ def cmd_resume(args) -> int:
         cfg.iterations = args.iterations
     if args.quiet is not None:
         cfg.quiet = args.quiet
+    if args.packs or args.no_packs:
+        change_packs(s, args.packs, args.no_packs)
     done = iterations_already_run(s, cfg.iterations)
     if done is not None:
         from harness.commands.run import resume_command
@@ -95,6 +101,23 @@ def cmd_resume(args) -> int:
     if not args.headless:
         return open_tui(task, cfg, s.id)
     return run_headless(s, task, cfg, resumed=True)
+
+
+def change_packs(s: Session, add: str | None, remove: str | None) -> None:
+    """Edit the session's pack selection before it resumes (a journalled PacksSelected, as the
+    TUI's picker does). Removing needs no catalog: it is how a pack that no longer loads leaves.
+    An added id is checked when the loop starts, like --packs on run."""
+    split = lambda v: [x.strip() for x in (v or "").split(",") if x.strip()]
+    ids = s.journalled_packs()
+    if ids is None:  # a session from before selections were journalled
+        from harness.packs import Selection
+
+        ids = list(Selection.load(s.root).ids) if (s.root / Selection.FILE).exists() else list(s.meta.packs)
+    gone = set(split(remove))
+    new = [i for i in ids if i not in gone] + [i for i in split(add) if i not in ids]
+    if new != ids:
+        s.set_packs(new)
+        print(f"packs: {', '.join(new) or 'none'}")
 
 
 def iterations_already_run(s: Session, limit: int) -> int | None:

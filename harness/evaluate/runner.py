@@ -401,9 +401,11 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         violations, why = run_static(task, source, opts.extra_rules)
         if violations is None:
             # Fail closed: a verdict without the static stage would accept what the rules forbid.
+            fix = ("fix or deselect the rules pack it names" if why.startswith("static stage could not run")
+                   else "install warpsmith's dependencies (tree-sitter, tree-sitter-python)")
             run.reject("static", "static-unavailable",
-                       f"{why}; install warpsmith's dependencies (tree-sitter, tree-sitter-python) or pass "
-                       "static=False / --no-static to evaluate without static checks, knowingly")
+                       f"{why}; {fix}, or pass static=False / --no-static to evaluate without static "
+                       "checks, knowingly")
             return _finish(v, run, t0, timing_available=False)
         v["violations"] = violations
         errors = [viol for viol in violations if viol.get("severity", "error") == "error"]

@@ -123,6 +123,8 @@ def cannot_keep_reason(verdict: dict) -> str:
     """Why a candidate can never be kept, naming the stage and rule that stopped it, e.g.
     'rejected at the static check (python-syntax, line 38)'. Headless, the TUI and the loop's
     policy note all say it this way."""
+    if verdict.get("partial") and verdict.get("accepted"):
+        return f"not every shape was run (skipped: {', '.join(verdict['partial'])})"
     stage = str(verdict.get("stage") or "")
     where = _STAGE_WORDS.get(stage, stage or "an unknown stage")
     rules: list[str] = []

@@ -56,6 +56,13 @@ def rules_for_task(task: "Task", extra: Iterable[str] = (), remove: Iterable[str
             continue
         # An extra may be a pack's folder (the one a session's catalog chose), else an id to look up.
         folder = Path(pid) if ("/" in pid or "\\" in pid) else find_rules_pack(pid)
+        if not (folder / "pack.toml").is_file():  # another machine (a Ray node): the same id here
+            try:
+                folder = find_rules_pack(folder.name)
+            except RuleError:
+                raise RuleError(pid, None, f"the rules pack {folder.name!r} selected for this session is not "
+                                f"on this machine ({folder} is missing, and no pack of that id is installed "
+                                "here): install it on every machine that evaluates, or deselect it") from None
         for r in load_rules_pack(folder):
             known_rule_ids.add(r.id)
             if r.id not in remove:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.evaluate import EvalOptions, evaluate
+from harness.evaluate.verdict import cannot_keep_reason
 from harness.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,6 +107,7 @@ def test_a_verdict_on_some_shapes_only_says_which_were_skipped(softmax_task):
     assert v["accepted"] and v["partial"] == ["odd rows", "long row"]
     assert any("partial verdict" in n and "long row" in n for n in v["notes"])
     assert v["recommendation"]["action"] == "revert"
+    assert cannot_keep_reason(v) == "not every shape was run (skipped: odd rows, long row)"
 
 
 def test_a_partial_verdict_turns_a_keep_into_a_revert(softmax_task):

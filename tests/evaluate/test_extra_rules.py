@@ -44,3 +44,22 @@ def test_without_the_pack_the_same_source_passes_the_static_stage(tmp_path):
     assert run_static(task, source) == ([], "")
     found, _ = run_static(task, source, [str(house_rules(tmp_path))])
     assert [f["rule"] for f in found] == ["no-four-warps"]
+
+
+def test_a_selected_pack_missing_on_this_machine_falls_back_to_its_id_or_says_so(tmp_path, monkeypatch):
+    """On a Ray node the driver's pack folder does not exist: the same id installed there is used;
+    with none, every candidate is refused with a message naming the pack, not tree-sitter."""
+    task = load_task("softmax")
+    source = task.baseline_path.read_text()
+    elsewhere = str(tmp_path / "driver-machine" / "house-rules")  # the driver's path, absent here
+    found, why = run_static(task, source, [elsewhere])
+    assert found is None and "'house-rules' selected for this session is not on this machine" in why
+    v = evaluate(task, task.baseline_path, options=EvalOptions(on_gpu=False, extra_rules=[elsewhere]))
+    assert v["stage"] == "static" and "deselect" in v["reasons"][0]["message"]
+    assert "tree-sitter" not in v["reasons"][0]["message"]
+    installed = tmp_path / "node-packs"
+    installed.mkdir()
+    house_rules(installed)
+    monkeypatch.setenv("WARPSMITH_PACKS", str(installed))
+    found, _ = run_static(task, source, [elsewhere])
+    assert [f["rule"] for f in found] == ["no-four-warps"]

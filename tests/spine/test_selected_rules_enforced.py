@@ -60,3 +60,24 @@ def test_selecting_a_pack_that_failed_to_load_says_why(tmp_path, house_rules):
         build_loop(session, task, cfg, AutoDecider(), lambda e: None)
     assert "no pack 'house-rules'" in str(e.value)
     assert f"{house_rules / 'pack.toml'}:10: rule #1: id 'No Block'" in str(e.value)
+
+
+def test_resuming_with_a_selected_pack_that_broke_says_why_and_no_packs_takes_it_out(tmp_path, house_rules):
+    from harness.commands.sessions import change_packs
+
+    task = load_task("softmax")
+    cfg = RunConfig(agent="tuner", iterations=1, auto=True, packs_add=["house-rules"])
+    session = start_session(task, cfg, base=tmp_path)
+    for close in build_loop(session, task, cfg, AutoDecider(), lambda e: None).closers:
+        close()
+    (house_rules / "pack.toml").write_text(NO_BLOCK_NAME.replace('"no-block-constant"', '"No Block"'))
+    with pytest.raises(ValueError) as e:  # what `warpsmith sessions resume ID` meets
+        build_loop(session, task, RunConfig(agent="tuner", iterations=2, auto=True), AutoDecider(),
+                   lambda e: None, resumed=True)
+    assert "resume with --no-packs house-rules" in str(e.value) and "rule #1: id 'No Block'" in str(e.value)
+    change_packs(session, None, "house-rules")  # `sessions resume ID --no-packs house-rules`
+    loop = build_loop(session, task, RunConfig(agent="tuner", iterations=2, auto=True), AutoDecider(),
+                      lambda e: None, resumed=True)
+    for close in loop.closers:
+        close()
+    assert "house-rules" not in session.journalled_packs()

@@ -222,3 +222,23 @@ async def test_bench_labels_the_previous_verdict_while_a_newer_candidate_is_eval
         await pilot.pause()
         assert not bench.has_class("-previous") and verdict_head(app.state).plain.startswith("#2 accepted")
         assert app.run_screen.query_one("#shapes", DataTable).row_count > 0
+
+
+async def test_a_redraw_of_the_same_candidate_keeps_the_sideways_position(tmp_path: Path):
+    """A verdict arriving (or another iteration's event in a parallel run) redraws the diff: the
+    column the person scrolled to stays; only a new candidate opens at its first change again."""
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_prompt(pilot, app, 1)
+        diff = app.run_screen.query_one(DiffPane)
+        diff.focus()
+        await pilot.press("shift+left", "right", "right")
+        assert diff.x == 2 * SIDE_STEP
+        diff.show(app.state.candidate)  # what every StaticResult / EvalResult redraw does
+        await pilot.pause()
+        assert diff.x == 2 * SIDE_STEP
+        moved = CandidateView(**{**vars(app.state.candidate), "commit": "f" * 40})
+        diff.show(moved)  # a new candidate
+        await pilot.pause()
+        assert diff.x == opening_x(diff.mode, moved, diff.content_region.width) or diff.x == 0
+        await pilot.press("q")

@@ -190,3 +190,15 @@ def test_a_new_iteration_redraws_the_bench_whose_verdict_just_became_the_previou
     s.apply(ev.IterationStarted(1))
     s.apply(ev.EvalResult(1, {"accepted": True, "shapes": []}))
     assert "bench" in s.apply(ev.IterationStarted(2))
+
+
+def test_an_undecided_verdict_is_not_called_previous_when_a_parallel_iteration_starts():
+    from tui.widgets.bench import is_previous
+
+    s = RunState()
+    s.apply(ev.IterationStarted(1))
+    s.apply(ev.EvalResult(1, {"accepted": True, "shapes": []}))
+    s.apply(ev.IterationStarted(2))  # --proposals 2: #2 starts while #1 waits for the person
+    assert not is_previous(s)
+    s.apply(ev.Decision(1, "revert", "human"))
+    assert is_previous(s)

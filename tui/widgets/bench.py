@@ -37,8 +37,11 @@ _LINE = re.compile(r"\bline (\d+)")
 
 def is_previous(state: RunState) -> bool:
     """The verdict on screen belongs to an earlier candidate than the one being proposed or
-    evaluated now."""
-    return state.verdict is not None and state.phase != "ended" and state.iteration > state.verdict_iteration
+    evaluated now, and is decided. (In a parallel run a newer iteration starts while this one
+    still waits for its decision: then it is the current question, not the previous one.)"""
+    decided = state.last_decision is not None and state.last_decision.iteration >= state.verdict_iteration
+    return (state.verdict is not None and state.phase != "ended" and decided
+            and state.iteration > state.verdict_iteration)
 
 
 def verdict_head(state: RunState) -> Text:

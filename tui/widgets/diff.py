@@ -403,6 +403,12 @@ def render_full(c: CandidateView, width: int | None = None, x: int = 0) -> Rende
 RENDERERS = {"unified": render_unified, "split": render_split, "full": render_full}
 
 
+def _opening_key(c: CandidateView | None) -> tuple | None:
+    if c is None:
+        return None
+    return c.commit, tuple((v.get("line"), v.get("col"), v.get("rule")) for v in c.violations)
+
+
 def opening_x(mode: str, c: CandidateView, width: int) -> int:
     """Where a new candidate (or view) opens sideways: at its first rule violation's column,
     else at its first change."""
@@ -438,13 +444,19 @@ class DiffPane(ScrollableContainer, can_focus=True):
         self.max_x = 0
         self._open_pending = False  # rendered with no size yet (a hidden tab): open it on the first resize
         self._opened_y: float | None = None  # where opening put the view, until the person scrolls
+        self._shown_key: tuple | None = None  # which candidate (and violations) the view was opened for
 
     def compose(self):
         yield Static(Text("waiting for the first candidate…", style="dim"), id="diff-body")
 
     def show(self, candidate: CandidateView | None) -> None:
-        self.candidate = candidate
-        self._render_body()
+        """Show `candidate`. Redrawing the same one (a verdict arriving, another iteration's event
+        in a parallel run) keeps the person's sideways position; a new candidate, or violations
+        that arrived since, open it again at the first change or violation."""
+        key = _opening_key(candidate)
+        opening = key != self._shown_key
+        self.candidate, self._shown_key = candidate, key
+        self._render_body(opening=opening)
 
     def watch_mode(self, mode: str) -> None:
         self._render_body()
