@@ -156,6 +156,7 @@ class StdinDecider:
 
     def _ask(self, question: str) -> tuple[str, str]:
         """(the keyword, lower-cased; the reason after a ':', verbatim)."""
+        self._drop_typeahead()
         self.out.write(question)
         self.out.flush()
         line = self.inp.readline()
@@ -164,6 +165,20 @@ class StdinDecider:
             return "", ""
         word, _, reason = line.strip().partition(":")
         return word.strip().lower(), reason.strip()
+
+    def _drop_typeahead(self) -> None:
+        """Discard what was typed at a terminal before this question was on screen: a 'y' meant
+        for an earlier prompt (or typed during an evaluation) must not answer this one. (The TUI
+        ignores keys for ~300 ms after a prompt appears for the same reason.) Piped answers are
+        scripted, and kept."""
+        try:
+            if not self.inp.isatty():
+                return
+            import termios
+
+            termios.tcflush(self.inp.fileno(), termios.TCIFLUSH)
+        except (AttributeError, ValueError, OSError, ImportError):  # not a real terminal (or Windows)
+            pass
 
     def _say(self, text: str) -> None:
         self.out.write(text + "\n")

@@ -109,6 +109,7 @@ class RunState:
     tally: Counter = field(default_factory=Counter)
     best_speedup: float = 1.0
     best_history: list[float] = field(default_factory=list)
+    untimed_keep: bool = False  # a keep with no timing (interpreter, override): best_speedup is not known
     ideas: list[str] = field(default_factory=list)
     model_stats: dict[str, ModelStats] = field(default_factory=dict)
     last_decision: ev.Decision | None = None
@@ -208,6 +209,8 @@ class RunState:
             g = verdict.get("geomean_speedup")
             if e.action == "keep" and isinstance(g, (int, float)) and g > 0:
                 self.best_speedup *= g
+            elif e.action == "keep":
+                self.untimed_keep = True  # kept without a measured speedup: the product is unknown
             self.best_history.append(self.best_speedup)
             extra = " (override)" if e.override else ""
             self.note(e.iteration, f"decision: **{e.action}** by {e.by}{extra}"
@@ -231,5 +234,5 @@ class RunState:
             self.phase, self.ended = "ended", e.reason
             self.note(self.iteration, f"session ended: {e.reason}; best `{e.best[:10]}` after "
                                       f"{e.iterations} iteration{'' if e.iterations == 1 else 's'}")
-            return {"status", "reasoning"}
+            return {"status", "reasoning", "bench"}  # no "now #N" left to show
         return set()

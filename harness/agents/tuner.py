@@ -157,6 +157,6 @@ class TunerAgent:
             yield Exhausted("tuner: no untried neighbour of the incumbent is left")
             return
         knob, value, config = options[0]
-        yield ReasoningChunk(f"{len(options)} untried neighbours left. Trying {explain(knob, value)}\n")
+        yield ReasoningChunk(f"{len(options)} untried neighbour{'' if len(options) == 1 else 's'} left. Trying {explain(knob, value)}\n")
         yield Proposal(apply(ctx.incumbent_source, {knob: value}), f"{knob.name} {knob.value} -> {value}",
                        meta={"config": config, "from": base, "knob": knob.key})

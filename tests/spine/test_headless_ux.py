@@ -252,3 +252,34 @@ def test_a_session_killed_before_its_last_decision_is_resumed_not_refused(tmp_pa
     monkeypatch.setattr(harness.wiring, "build_loop", lambda *a, **k: Resumed())
     assert main(["sessions", "resume", s.id, "--headless", "--auto"]) == 0
     assert resumed and "already ran" not in capsys.readouterr().out
+
+
+def test_keys_typed_at_the_terminal_before_a_question_do_not_answer_it():
+    """A 'y' typed ahead (during an evaluation, or twice for one prompt) is discarded when the
+    question appears; what is typed after it answers. Real pseudo-terminal."""
+    import os
+    import threading
+
+    from harness.headless import StdinDecider
+    from harness.loop import DecisionRequest
+
+    master, slave = os.openpty()
+    inp = os.fdopen(slave, "r")
+    asked = threading.Event()
+
+    class Out(io.StringIO):
+        def flush(self):
+            if "keep candidate 1?" in self.getvalue():
+                asked.set()
+
+    out = Out()
+    os.write(master, b"y\ny\n")  # typed ahead
+    replies = []
+    t = threading.Thread(target=lambda: replies.append(StdinDecider(inp, out).decide(
+        DecisionRequest(1, "c0ffee", "desc", {}, "revert", "not faster", True))))
+    t.start()
+    assert asked.wait(5)
+    os.write(master, b"n: Typed After The Question\n")
+    t.join(5)
+    os.close(master)
+    assert replies and replies[0].action == "revert" and replies[0].reason == "Typed After The Question"

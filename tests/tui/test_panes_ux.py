@@ -242,3 +242,13 @@ async def test_a_redraw_of_the_same_candidate_keeps_the_sideways_position(tmp_pa
         await pilot.pause()
         assert diff.x == opening_x(diff.mode, moved, diff.content_region.width) or diff.x == 0
         await pilot.press("q")
+
+
+def test_many_hits_of_one_rule_off_the_hunks_take_one_entry_above_the_diff():
+    old, new = _warps_only()
+    hits = [{"rule": "no-block-name", "message": "Do not name a constant BLOCK.", "line": n, "col": 1}
+            for n in (3, 5, 7, 9, 11, 13, 15, 17)]
+    c = CandidateView(1, "c0ffee", "8 warps", old, new, violations=hits)
+    lines = _plain(render_unified(c, 120, 0))
+    marks = [s for s in lines if s.startswith("! ")]
+    assert marks == ["! lines 3, 5, 7, 9, 11, 13 (+2): no-block-name: Do not name a constant BLOCK."]

@@ -202,3 +202,20 @@ def test_an_undecided_verdict_is_not_called_previous_when_a_parallel_iteration_s
     assert not is_previous(s)
     s.apply(ev.Decision(1, "revert", "human"))
     assert is_previous(s)
+
+
+def test_a_keep_without_timing_leaves_the_best_speedup_unknown_not_one():
+    from tui.widgets.bench import tally_text
+
+    s = RunState()
+    s.apply(ev.IterationStarted(1))
+    s.apply(ev.EvalResult(1, {"accepted": True, "shapes": [], "geomean_speedup": None}))
+    assert "1.000x" in tally_text(s).plain  # nothing kept yet: the baseline
+    s.apply(ev.Decision(1, "keep", "human", override=True))
+    assert "unknown" in tally_text(s).plain and "1.000x" not in tally_text(s).plain
+
+
+def test_an_ended_session_redraws_the_bench():
+    s = RunState()
+    s.apply(ev.IterationStarted(5))
+    assert "bench" in s.apply(ev.SessionEnded("no untried neighbour", "c0ffee1234", 4))

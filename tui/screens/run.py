@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 NARROW_BELOW = 120  # columns: three readable panes need about 40 each
 DECISION_ACTIONS = {"keep", "revert", "revert_reason", "keep_buckets"}
+LOOP_ACTIONS = {"ideas", "model", "auto", "pause", "packs"}  # steer the next proposals
 
 # The command palette's entry for each binding's action: (title, what it does). Titles hold the
 # words people type ("keep", "pack", "diff"); the key is added to the help line.
@@ -160,13 +161,22 @@ class RunScreen(Screen[None]):
                     bar.sent(self.wapp.decision_sent)
             # Only decisions change which keys apply; the footer rebuilds itself on every refresh.
             self.refresh_bindings()
+        if "status" in areas and self.wapp.state.phase == "ended":
+            self.refresh_bindings()  # the loop controls no longer apply
 
     # -- bindings -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "keep_buckets" and not self.wapp.task_.buckets:
             return False  # hidden: the task declares no [[buckets]]
         if action in DECISION_ACTIONS:
-            return self.wapp.decider.pending is not None and not self.wapp.decision_sent
+            pending = self.wapp.decider.pending
+            if pending is None or self.wapp.decision_sent:
+                return False
+            if action in ("keep", "keep_buckets") and not pending.can_keep:
+                return False  # failed a check: only revert applies (hidden, not just refused)
+            return True
+        if action in LOOP_ACTIONS and self.wapp.state.phase == "ended":
+            return False  # no loop left to steer
         if action == "tab":
             return bool(self.narrow)
         return True

@@ -137,7 +137,10 @@ def tally_text(state: RunState) -> Text:
     for i, k in enumerate(TALLY_KEYS):
         t.append(("  " if i else "") + f"{k} ", style="dim")
         t.append(str(state.tally.get(k, 0)), style="bold")
-    t.append(f"\nbest speedup over baseline {state.best_speedup:.3f}x", style="bold")
+    if state.untimed_keep:
+        t.append("\nbest speedup over baseline unknown (a keep without timing)", style="bold")
+    else:
+        t.append(f"\nbest speedup over baseline {state.best_speedup:.3f}x", style="bold")
     return t
 
 

@@ -280,9 +280,16 @@ def render_unified(c: CandidateView, width: int | None = None, x: int = 0) -> Re
     out: list[Text] = [_title(f"--- best   +++ candidate #{c.iteration} {c.commit[:10]}: {c.description}", width)]
     shown_new = {r.new_no for r in rows if r.new_no is not None}
     unmarked = [v for n, vs in v_lines.items() if n not in shown_new for v in vs]
+    # Off the hunks: one entry per rule (its lines listed), so ten hits of one rule don't push
+    # the change itself off the screen.
+    by_rule: dict[tuple[str, str], list[int]] = {}
     for v in unmarked:
-        where = f"line {v.get('line')}" if v.get("line") else "file"
-        out += _wrapped(f"! {where}: {v.get('rule')}: {v.get('message')}", 0, width, MARK)
+        by_rule.setdefault((str(v.get("rule")), str(v.get("message"))), []).append(v.get("line") or 0)
+    for (rule, message), lines in by_rule.items():
+        nums = sorted({n for n in lines if n})
+        where = ("line" if len(nums) == 1 else "lines") + " " + ", ".join(map(str, nums[:6])) \
+            + (f" (+{len(nums) - 6})" if len(nums) > 6 else "") if nums else "file"
+        out += _wrapped(f"! {where}: {rule}: {message}", 0, width, MARK)
     if not rows:
         out.append(Text("(no change against the best)", style="dim"))
     for r in rows:
