@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.journal import Journal
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -24,7 +26,9 @@ def only_session(cwd: Path) -> Path:
 
 
 def journal(session: Path) -> list[dict]:
-    return [json.loads(line) for line in (session / "journal.jsonl").read_text().splitlines() if line.strip()]
+    # The harness's reader, as resume uses it: a line torn by a kill (or still being appended
+    # while we poll) is skipped, not a JSONDecodeError in the test.
+    return Journal(session / "journal.jsonl").read()
 
 
 def git_refs(session: Path) -> dict[str, str]:

@@ -3,7 +3,6 @@ Triton's interpreter), keep the first candidate with `k` (+ `y`: on a CPU the ha
 revert, so keeping is a confirmed override), quit, then find the keep in git and the journal."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -12,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from harness.journal import Journal
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed (apt-get install tmux)")
 
@@ -66,7 +67,8 @@ def test_keep_in_tmux(tmp_path: Path):
         next_retry = time.monotonic() + 5
         while time.monotonic() < deadline:
             jpaths = list(sessions.glob("*/journal.jsonl"))
-            journal = [json.loads(line) for line in jpaths[0].read_text().splitlines()] if jpaths else []
+            # The harness's reader: the app may be mid-append, and a torn last line is skipped.
+            journal = Journal(jpaths[0]).read() if jpaths else []
             if any(r.get("kind") == "Decision" for r in journal):
                 break
             # On a loaded machine the key can land inside the confirm dialog's early-key guard;
