@@ -95,6 +95,12 @@ class Task:
         return self.root / "reference.py"
 
     @property
+    def enforced_rules_packs(self) -> list[str]:
+        """The rules packs every candidate is checked against whatever packs a session selects:
+        the task's own and its DSL's, in that order, each once."""
+        return list(dict.fromkeys([*self.rules, f"dsl-{self.dsl}"]))
+
+    @property
     def baseline_path(self) -> Path:
         return self.root / "kernel.py"
 

@@ -88,7 +88,7 @@ def enforced_rules(session: Session, task: Task, catalog) -> list[str]:
     """The rules packs the session selected beyond the task's own, as the catalog's folders: a
     rules pack a person adds is enforced by the evaluator, not only shown to the agent. (The
     task's own are always enforced; taking them out of the prompt doesn't change that.)"""
-    own = set(task.rules) | {f"dsl-{task.dsl}"}
+    own = set(task.enforced_rules_packs)
     picked = (catalog.packs.get(i) for i in session.meta.packs if i not in own)
     return [str(p.path) for p in picked if p is not None and p.kind == "rules"]
 

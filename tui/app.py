@@ -339,9 +339,9 @@ class WarpsmithApp(App[int]):
                         + (f"; the rules of {', '.join(still)} are still enforced" if still else ""))
             self.call_later(self.run_screen.redraw, {"status"})
 
-        # The guard applies these whatever the selection (harness.guard.rules_for_task: the task's
-        # rules packs and dsl-<dsl>); unselecting one only takes its text out of the prompt.
-        enforced = list(dict.fromkeys([*self.task_.rules, f"dsl-{self.task_.dsl}"]))
+        # The guard applies the task's own whatever the selection; unselecting one only takes its
+        # text out of the prompt.
+        enforced = self.task_.enforced_rules_packs
         self.push_screen(PackPickerScreen(self.state.packs, self.pack_catalog, enforced, self.task_.name),
                          answered)
 

@@ -48,7 +48,7 @@ def rules_for_task(task: "Task", extra: Iterable[str] = (), remove: Iterable[str
     """The task's rules packs (+ extra pack ids or pack folders), always with `dsl-<task.dsl>`, less
     `remove` (pack ids or rule ids). Raises RuleError for an unknown or broken pack."""
     remove = list(remove)
-    pack_ids = _dedupe([*task.rules, f"dsl-{task.dsl}", *extra])
+    pack_ids = _dedupe([*task.enforced_rules_packs, *extra])
     known_rule_ids: set[str] = set()
     rules: list[Rule] = []
     for pid in pack_ids:
