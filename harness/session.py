@@ -120,12 +120,19 @@ class Session:
 
     def journalled_packs(self) -> list[str] | None:
         """The last PacksSelected in the journal; None when none was journalled (a session from
-        before selections were journalled: its packs.json has the selection)."""
+        before selections were journalled: see legacy_packs)."""
         last = None
         for r in self.journal.iter():
             if r.get("kind") == PACKS_SELECTED and isinstance(r.get("packs"), list):
                 last = [str(i) for i in r["packs"]]
         return last
+
+    def legacy_packs(self) -> list[str] | None:
+        """The selection a session from before selections were journalled kept in packs.json;
+        None when it has none."""
+        from harness.packs import Selection
+
+        return list(Selection.load(self.root).ids) if (self.root / Selection.FILE).is_file() else None
 
 
 def list_sessions(base: Path | None = None) -> list[Path]:

@@ -132,12 +132,9 @@ def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool):
     journalled = session.journalled_packs()
     saved, add, remove = None, cfg.packs_add, cfg.packs_remove
     if resumed:
-        if journalled is not None:
-            saved = Selection(journalled)
-        elif (session.root / Selection.FILE).exists():  # a session from before selections were journalled
-            saved = Selection.load(session.root)
-        if saved is not None:
-            add, remove = [], []
+        recorded = journalled if journalled is not None else session.legacy_packs()
+        if recorded is not None:
+            saved, add, remove = Selection(recorded), [], []
     try:
         sel, notes = session_selection(task, catalog, add, remove, saved)
     except KeyError as e:

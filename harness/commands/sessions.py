@@ -110,9 +110,8 @@ def change_packs(s: Session, add: str | None, remove: str | None) -> None:
     split = lambda v: [x.strip() for x in (v or "").split(",") if x.strip()]
     ids = s.journalled_packs()
     if ids is None:  # a session from before selections were journalled
-        from harness.packs import Selection
-
-        ids = list(Selection.load(s.root).ids) if (s.root / Selection.FILE).exists() else list(s.meta.packs)
+        legacy = s.legacy_packs()
+        ids = legacy if legacy is not None else list(s.meta.packs)
     gone = set(split(remove))
     new = [i for i in ids if i not in gone] + [i for i in split(add) if i not in ids]
     if new != ids:
