@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Mapping, TextIO
 
 from harness import events as ev
-from harness.commands.eval import BEST_US, CAND_US
-from harness.evaluate.verdict import cannot_keep_reason
+from harness.evaluate.verdict import BEST_US, CAND_US, cannot_keep_reason
 from harness.loop import DecisionReply, DecisionRequest
 
 DIFF_LIMIT = 80  # diff lines shown before a decision; the rest is one git command away
+
 
 def diff_excerpt(diff: str, limit: int = DIFF_LIMIT) -> tuple[list[str], int]:
     """The first `limit` lines of a unified diff, and how many were left off."""
@@ -19,6 +19,8 @@ def diff_excerpt(diff: str, limit: int = DIFF_LIMIT) -> tuple[list[str], int]:
 
 
 def _diff_style(line: str) -> str:
+    # By hand, line by line: Rich's Syntax(..., "diff") pads every line to the terminal's width,
+    # and a diff copied from the terminal would carry those trailing spaces.
     if line.startswith(("+++", "---")):
         return "bold"
     if line.startswith("@@"):

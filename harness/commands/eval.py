@@ -29,10 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-# The per-shape time columns, worded the same in `eval` and in headless runs (harness.headless).
-CAND_US, BEST_US = "cand µs", "best µs"
-
-
 def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
@@ -116,6 +112,8 @@ def print_table(v: dict, out=None) -> None:
     status = "ACCEPTED" if v["accepted"] else f"REJECTED at {v['stage']}"
     print(f"{v['task']}: {status}  ({v['device']}, {v['wall_s']:.1f} s)", file=out)
     if v["shapes"]:  # a candidate stopped before any shape ran has no table to show
+        from harness.evaluate.verdict import BEST_US, CAND_US
+
         rows = [("shape", "ok", CAND_US, BEST_US, "speedup", "±%", "roofline%", "graph µs")]
         for s in v["shapes"]:
             rows.append((s["name"], "yes" if s["correct"] else "NO", _fmt(s["candidate_us"], ".1f"),

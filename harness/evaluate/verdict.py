@@ -115,6 +115,9 @@ def recommend(*, correct: bool, guards_ok: bool, timing_available: bool, geomean
     return {"action": "keep", "reason": msg, "can_keep": True}
 
 
+# The per-shape time columns, worded the same wherever a verdict is printed (eval, headless).
+CAND_US, BEST_US = "cand µs", "best µs"
+
 _STAGE_WORDS = {"static": "the static check", "import": "import", "correctness": "the correctness check",
                 "guard": "a runtime guard", "timing": "timing", "e2e": "the end-to-end check"}
 
