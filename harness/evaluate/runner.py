@@ -440,7 +440,8 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
 def _partial(v: dict, task: Task, on_gpu: bool, shapes: list[Shape]) -> dict:
     """A verdict on a subset of the shapes (eval --shapes, for debugging) says so and is never a
     keep: a candidate can win on the shapes it was shown and lose on the long ones it skipped."""
-    skipped = [s.name for s in task.shapes_for(on_gpu) if s.name not in {x.name for x in shapes}]
+    ran = {s.name for s in shapes}
+    skipped = [s.name for s in task.shapes_for(on_gpu) if s.name not in ran]
     if not skipped:
         return v
     v["partial"] = skipped
