@@ -142,6 +142,19 @@ class IdeasChanged(Event):
 
 
 @dataclass(frozen=True)
+class IdeaFromProfile(Event):
+    """An idea a person started from a line of the step profile (tui/screens/profile.py): the idea
+    as added, the line it came from, and what was profiled, so the idea traces back to evidence."""
+
+    idea: str
+    row: dict  # harness.step_profile.StepRow as a dict
+    workload: str
+    device: str
+    measured: bool
+    candidate: str = ""  # the incumbent that was profiled
+
+
+@dataclass(frozen=True)
 class WorkerStatus(Event):
     workers: list[dict]  # [{name, gpu, state, iteration}]
 

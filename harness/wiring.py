@@ -189,6 +189,14 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
                          last_feedback(ctx.history))
         user = p.user
+        step = session.root / "step_profile.json"  # written by the TUI's profile screen (w)
+        if step.is_file() and getattr(agent, "reads_prompt", True):
+            from harness.step_profile import StepProfile, prompt_section as step_section
+
+            try:  # a few lines: far inside the prompt's token budget
+                user += "\n\n" + step_section(StepProfile.load(step))
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # an unreadable cache costs the agent this context, never the proposal
         if on_gpu and getattr(agent, "reads_prompt", True):
             # Where the incumbent's time goes, measured once per incumbent (cached by its hash);
             # up to two minutes with Nsight Compute, so only for agents that read the prompt.

@@ -286,11 +286,29 @@ class WarpsmithApp(App[int]):
 
     def edit_ideas(self) -> None:
         def answered(ideas: list[str] | None) -> None:
-            if ideas is None:
-                return
-            self.run_worker(lambda: self._set_ideas(ideas), thread=True, group="ideas")
+            if ideas is not None:
+                self.edit_ideas_to(ideas)
 
         self.push_screen(IdeasScreen(self.state.ideas), answered)
+
+    def edit_ideas_to(self, ideas: list[str]) -> None:
+        self.run_worker(lambda: self._set_ideas(ideas), thread=True, group="ideas")
+
+    def profile_target(self) -> tuple[Path, str]:
+        """The incumbent as a file for the step profile, and its label (the cache's key)."""
+        try:
+            commit = self.session.workspace.best
+            source = self.session.workspace.source(commit)
+        except Exception:  # noqa: BLE001 - no readable incumbent (a broken repo): the task's baseline
+            return self.task_.baseline_path, str(self.task_.baseline_path)
+        path = self.session.work / "incumbent_for_step_profile.py"
+        path.write_text(source)
+        return path, commit
+
+    def is_hardware_pack(self, pack_id: str) -> bool:
+        from harness.profile import pack_ceilings
+
+        return pack_ceilings(pack_id) is not None
 
     def _set_ideas(self, ideas: list[str]) -> None:
         # Journalled (fsync) off the UI thread; IdeasChanged comes back as an event.

@@ -14,6 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default="", help="comma-separated shape names (default: all)")
     p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even when ncu is on PATH")
     p.add_argument("--json", action="store_true", help="print the profile as one JSON object")
+    p.add_argument("--e2e", action="store_true", help="the task's end-to-end step instead: every kernel's share of "
+                   "it, roofline %%, bound, and the step's gain if it reached its roofline")
+    p.add_argument("--pack", default="", help="with --e2e and no GPU: the hardware pack whose figures give the "
+                   "expected times (e.g. h200)")
     p.set_defaults(func=cmd_profile)
 
 
@@ -29,6 +33,8 @@ def cmd_profile(args) -> int:
     if args.candidate and not Path(args.candidate).is_file():
         print(f"warpsmith: {args.candidate}: no such candidate file", file=sys.stderr)
         return 2
+    if args.e2e:
+        return _step_profile(task, args)
     wanted = [s for s in args.shapes.split(",") if s]
     unknown = [s for s in wanted if s not in {x.name for x in task.shapes}]
     if unknown:
@@ -38,4 +44,25 @@ def cmd_profile(args) -> int:
     p = profile_task(task, Path(args.candidate) if args.candidate else None, wanted or None,
                      use_ncu=not args.no_ncu)
     print(json.dumps(p, indent=2, default=str) if args.json else "\n".join(format_profile(p)))
+    return 0
+
+
+def _step_profile(task, args) -> int:
+    from harness.e2e import E2EError
+    from harness.profile import pack_ceilings
+    from harness.step_profile import format_step_profile, profile_step
+
+    ceilings = None
+    if args.pack:
+        ceilings = pack_ceilings(args.pack)
+        if ceilings is None:
+            print(f"warpsmith: --pack {args.pack}: no built-in hardware pack of that id with [specs] hbm_tb_s and "
+                  "bf16_dense_tflops", file=sys.stderr)
+            return 2
+    try:
+        p = profile_step(task, Path(args.candidate) if args.candidate else None, pack_ceilings=ceilings)
+    except E2EError as e:
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(p.to_json(), indent=2) if args.json else "\n".join(format_step_profile(p)))
     return 0

@@ -21,16 +21,19 @@ class IdeasScreen(ModalScreen["list[str] | None"]):
         Binding("delete,ctrl+d", "remove", "remove idea"),
     ]
 
-    def __init__(self, ideas: list[str]) -> None:
+    def __init__(self, ideas: list[str], prefill: str = "") -> None:
         super().__init__()
         self.original = list(ideas)
         self.ideas = list(ideas)
+        self.prefill = prefill  # a started idea (the profile screen's picked line) to finish
 
     def compose(self) -> ComposeResult:
         with Vertical(id="ideas-box"):
             yield Static("Ideas for the agent (you give the direction, the loop finds the parameters)",
                          id="ideas-title")
-            yield Input(placeholder="e.g. the 32k chunk loads are serial: pipeline them", id="idea-input")
+            # A started idea is to be finished, not replaced: no select-all on focus.
+            yield Input(self.prefill, placeholder="e.g. the 32k chunk loads are serial: pipeline them", id="idea-input",
+                        select_on_focus=not self.prefill)
             yield OptionList(*self._options(), id="idea-list")
             yield Static("Enter  add     Tab  to the list, Del  remove     Esc  done (applies from the next "
                          "prompt)", id="ideas-keys")

@@ -54,6 +54,7 @@ PALETTE = {
     "tab('tab-diff')": ("Show the diff tab", "narrow layout"),
     "tab('tab-bench')": ("Show the bench tab", "narrow layout"),
     "help": ("Help: every key", "keys and notes"),
+    "profile": ("Profile: where the model step spends its time", "pick a line to start an idea from it"),
 }
 
 
@@ -74,6 +75,7 @@ class RunScreen(Screen[None]):
         Binding("a", "auto", "auto"),
         Binding("space", "pause", "pause"),
         Binding("p", "packs", "packs"),
+        Binding("w", "profile", "where time goes", show=False),
         Binding("v", "split", "split", show=False),
         Binding("f", "full", "full", show=False),
         Binding("c", "copy", "copy", show=False),
@@ -212,6 +214,39 @@ class RunScreen(Screen[None]):
 
     def action_task(self) -> None:
         self.wapp.show_task()
+
+    def action_profile(self) -> None:
+        """The step profile (tui/screens/profile.py); a picked line opens the ideas dialog with the
+        line's context filled in, and the finished idea is journalled with the line it came from."""
+        from harness import events as ev
+        from tui.screens.ideas import IdeasScreen
+        from tui.screens.profile import PROFILE_FILE, ProfilePick, ProfileScreen, subprocess_runner
+
+        app = self.wapp
+        if not app.task_.e2e:
+            self.notify(f"{app.task_.name} has no end-to-end workload (no e2e = in its task.toml): nothing to "
+                        "profile beyond the kernel itself (warpsmith profile TASK)", severity="warning")
+            return
+        src, label = app.profile_target()
+        pack = next((p for p in app.state.packs if app.is_hardware_pack(p)), "")
+        runner = subprocess_runner(app.task_.name, src, pack, label)
+
+        def finished(ideas: list[str] | None, pick: ProfilePick) -> None:
+            if ideas is None:
+                return
+            added = [i for i in ideas if i not in app.state.ideas and i.startswith(pick.prefill.split(". Idea:")[0])]
+            app.edit_ideas_to(ideas)
+            for idea in added:
+                app.session.record(ev.IdeaFromProfile(idea, pick.row.__dict__ | {}, pick.profile.workload,
+                                                      pick.profile.device, pick.profile.measured,
+                                                      pick.profile.candidate).to_dict())
+
+        def picked(pick: ProfilePick | None) -> None:
+            if pick is not None:
+                app.push_screen(IdeasScreen(app.state.ideas, prefill=pick.prefill),
+                                lambda ideas: finished(ideas, pick))
+
+        app.push_screen(ProfileScreen(runner, app.session.root / PROFILE_FILE, label), picked)
 
     def action_sessions(self) -> None:
         self.wapp.show_sessions()

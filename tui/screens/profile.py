@@ -1,0 +1,165 @@
+"""Where the time goes: the task's end-to-end step, kernel by kernel, and a line to start an idea from.
+
+The measurement (harness.step_profile) runs in a separate process, never in the UI's: it imports
+the incumbent kernel, and on a GPU it takes seconds. A thread worker waits for it and posts a typed
+message back (harlequin's pattern). The result is cached in the session folder per incumbent, so
+reopening the screen is instant; `r` measures again.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from harness.step_profile import StepProfile, StepRow, header_lines, kernel_lines
+
+PROFILE_FILE = "step_profile.json"
+TIMEOUT_S = 600
+
+
+@dataclass
+class ProfilePick:
+    """What the screen dismisses with: the row a person picked, and the idea text it starts."""
+
+    row: StepRow
+    profile: StepProfile
+    prefill: str
+
+
+class ProfileMeasured(Message):
+    def __init__(self, profile: StepProfile | None, error: str = "") -> None:
+        super().__init__()
+        self.profile, self.error = profile, error
+
+
+Runner = Callable[[], StepProfile]
+
+
+def subprocess_runner(task_name: str, candidate: Path, pack: str, label: str) -> Runner:
+    """The real measurement: `python -m harness.step_profile` in a child process."""
+
+    def run() -> StepProfile:
+        with tempfile.TemporaryDirectory(prefix="warpsmith-step-") as tmp:
+            out = Path(tmp) / "profile.json"
+            cmd = [sys.executable, "-m", "harness.step_profile", task_name, str(candidate), "-o", str(out)]
+            if pack:
+                cmd += ["--pack", pack]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+            if r.returncode != 0 or not out.is_file():
+                last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+                raise RuntimeError(last[:300])
+            p = StepProfile.load(out)
+            p.candidate = label
+            return p
+
+    return run
+
+
+def _pct(v: float | None) -> str:
+    return f"{100 * v:.0f}%" if v is not None else "-"
+
+
+class ProfileScreen(ModalScreen[ProfilePick | None]):
+    """Dismisses the picked row (Enter) or None (Esc)."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    BINDINGS = [
+        Binding("escape", "close", "close"),
+        Binding("r", "remeasure", "measure again"),
+    ]
+
+    def __init__(self, runner: Runner, cache: Path | None = None, label: str = "") -> None:
+        super().__init__()
+        self.runner, self.cache, self.label = runner, cache, label
+        self.profile: StepProfile | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="profile-box"):
+            yield Static("Where one step of the model spends its time", id="profile-title")
+            yield Static("measuring the task's end-to-end step...", id="profile-summary")
+            yield DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="profile-kernel")
+            yield Static("Enter  start an idea from this line     r  measure again     Esc  close", id="profile-keys")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("#", "what", "share", "us/step", "launches", "roofline", "bound", "step gain")
+        cached = self._cached()
+        if cached is not None:
+            self._show(cached)
+        else:
+            self.measure()
+
+    def _cached(self) -> StepProfile | None:
+        if self.cache is None or not self.cache.is_file():
+            return None
+        try:
+            p = StepProfile.load(self.cache)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # unreadable: measure again rather than show half a table
+        return p if p.candidate == self.label else None
+
+    @work(thread=True, exclusive=True, group="step-profile")
+    def measure(self) -> None:
+        try:
+            p = self.runner()
+        except Exception as e:  # noqa: BLE001 - one line on the screen, never a dead app
+            self.post_message(ProfileMeasured(None, f"{type(e).__name__}: {e}"))
+            return
+        if self.cache is not None:
+            try:
+                p.save(self.cache)
+            except OSError:
+                pass  # shown anyway; only the cache is lost
+        self.post_message(ProfileMeasured(p))
+
+    @on(ProfileMeasured)
+    def measured(self, message: ProfileMeasured) -> None:
+        if message.profile is None:
+            self.query_one("#profile-summary", Static).update(
+                Text(f"the profile could not be measured: {message.error}", style="bold red"))
+            return
+        self._show(message.profile)
+
+    def _show(self, p: StepProfile) -> None:
+        self.profile = p
+        # Text objects, not markup: kernel names carry brackets (`void at::native::...<float>[...]`).
+        self.query_one("#profile-summary", Static).update(Text("\n".join(header_lines(p))))
+        self.query_one("#profile-kernel", Static).update(Text("\n".join(kernel_lines(p))))
+        table = self.query_one(DataTable)
+        table.clear()
+        for i, r in enumerate(p.rows, 1):
+            t = r.device_us if p.measured else r.roofline_us
+            # Long kernel names cut (C++ templates run to hundreds of characters); --json has them whole.
+            name = r.name if len(r.name) <= 44 else r.name[:43] + "…"
+            table.add_row(str(i), Text(name), _pct(r.share),
+                          f"{t:.1f}" if t is not None and p.measured else (f"{t:.4f}" if t is not None else "-"),
+                          f"{r.launches:.0f}" if p.measured else "-", _pct(r.roofline_pct), r.bound,
+                          f"{r.gain:.2f}x" if r.gain is not None else "-", key=str(i - 1))
+        table.focus()
+
+    @on(DataTable.RowSelected)
+    def picked(self, event: DataTable.RowSelected) -> None:
+        if self.profile is None or event.row_key.value is None:
+            return
+        row = self.profile.rows[int(event.row_key.value)]
+        self.dismiss(ProfilePick(row, self.profile, row.idea_context(self.profile)))
+
+    def action_remeasure(self) -> None:
+        self.query_one("#profile-summary", Static).update("measuring the task's end-to-end step...")
+        self.measure()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
