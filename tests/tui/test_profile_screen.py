@@ -21,7 +21,7 @@ def demo_profile(label: str) -> StepProfile:
     times = {"aten::bmm": {"kind": "op", "device_us": 96.0, "launches": 2, "kernels": ["sm90_xmma_gemm_bf16"]},
              "aten::mm": {"kind": "op", "device_us": 41.0, "launches": 3, "kernels": ["nvjet_hsh_128x64"]},
              "softmax (task kernel)": {"kind": "task", "device_us": 22.5, "launches": 1, "kernels": ["_softmax_fwd"]},
-             "kernel void at::native::vectorized_elementwise_kernel<4, [bf16]>": {
+             "kernel vectorized_elementwise<4, [bf16]>": {
                  "kind": "unattributed", "device_us": 6.0, "launches": 2, "kernels": ["elementwise"]}}
     step = 171.0
     rows = build_rows(costs, times, step, CEIL)
