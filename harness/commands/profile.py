@@ -1,4 +1,4 @@
-"""`warpsmith profile TASK [CANDIDATE] [--json]`: memory / compute / launch bound, shape by shape."""
+"""`warpsmith profile TASK [CANDIDATE] [--json] [--pack ID]`: memory / compute / launch bound, shape by shape."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default="", help="comma-separated shape names (default: all)")
     p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even when ncu is on PATH")
     p.add_argument("--json", action="store_true", help="print the profile as one JSON object")
+    p.add_argument("--pack", metavar="ID", help="without a GPU: the hardware pack whose spec-sheet figures "
+                   "give the roofline expectation (default: none; nothing is assumed)")
     p.set_defaults(func=cmd_profile)
 
 
@@ -35,7 +37,19 @@ def cmd_profile(args) -> int:
         print(f"warpsmith: {task.toml_path}: no shape(s) {unknown}; known: {[s.name for s in task.shapes]}",
               file=sys.stderr)
         return 2
+    pack = None
+    if args.pack:
+        from harness.packs import PackError, discover
+
+        try:
+            pack = discover().get(args.pack)
+        except (KeyError, PackError) as e:
+            print(f"warpsmith: --pack: {str(e).strip(chr(34) + chr(39))}", file=sys.stderr)
+            return 2
+        if pack.kind != "hardware":
+            print(f"warpsmith: --pack {args.pack}: a {pack.kind} pack, not a hardware pack", file=sys.stderr)
+            return 2
     p = profile_task(task, Path(args.candidate) if args.candidate else None, wanted or None,
-                     use_ncu=not args.no_ncu)
+                     use_ncu=not args.no_ncu, pack=pack)
     print(json.dumps(p, indent=2, default=str) if args.json else "\n".join(format_profile(p)))
     return 0
