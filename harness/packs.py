@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.hardware import detect as _detect, match_hardware
+from harness.hardware import ARCH_RE, detect as _detect, match_hardware  # ARCH_RE: sm_90a, sm_89, gfx942
 from harness.paths import user_packs_dir
 
 if sys.version_info >= (3, 11):
@@ -44,7 +44,6 @@ ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 # Semantic versioning (https://semver.org): MAJOR.MINOR.PATCH with optional pre-release/build.
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
                         r"(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
-from harness.hardware import ARCH_RE  # noqa: E402  (sm_90a, sm_89, gfx942: NVIDIA and AMD targets)
 MAX_FILE_BYTES = 1_000_000  # a pack is prose for a prompt; anything bigger is a mistake
 
 
@@ -307,7 +306,7 @@ def load_pack(folder: Path | str, origin: str = "path") -> Pack:
         raise err("rule[0]", f"only rules packs have [[rule]] tables; this pack's kind is {kind!r}")
     specs = data.get("specs", {})
     if not isinstance(specs, dict):
-        raise err("specs", "must be a table of numbers, e.g. specs = { hbm_tb_s = 4.8 }")
+        raise err("specs", "must be a table of numbers, e.g. specs = { mem_tb_s = 4.8 }")
     for k, v in specs.items():
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise err(f"specs.{k}", f"must be a number, not {v!r} (e.g. {k} = 132)")
