@@ -142,3 +142,10 @@ def test_hardware_table_only_in_hardware_packs(tmp_path, write_pack):
     d = write_pack(tmp_path, "rx", kind="rules", sources="[]", extra='\n[hardware]\nvendor = "amd"\n')
     with pytest.raises(PackError, match="only hardware packs have a \\[hardware\\] table"):
         load_pack(d)
+
+
+def test_picker_marks_a_broken_id(broken_h200):
+    from tui.screens.packs import grouped_selections
+
+    rows = {r.value: r.prompt.plain for r in grouped_selections(discover(), [])}
+    assert f"BROKEN: {broken_h200}:4" in rows["h200"] and "BROKEN" not in rows["l40s"]

@@ -93,6 +93,9 @@ def grouped_selections(catalog: Catalog, selected: list[str], enforced: Iterable
             if p.id in enforced:
                 prompt.append(" (task)", style="italic")
             prompt.append(f"  {p.title}")
+            broken = getattr(catalog, "broken", {}).get(p.id)
+            if broken is not None:  # a higher-precedence copy fails to load: selecting it stops a run
+                prompt.append(f"  BROKEN: {broken.path}" + (f":{broken.line}" if broken.line else ""), style="bold red")
             out.append(Selection(prompt, p.id, p.id in selected))
     return out
 
