@@ -87,7 +87,7 @@ def register(subparsers: Any) -> None:
 
     s = sub.add_parser("default", help="the packs a session on TASK would start with, and why")
     s.add_argument("task")
-    s.add_argument("--arch", help="compute capability, e.g. sm_90 (default: detect GPU 0)")
+    s.add_argument("--arch", help="compiler target, e.g. sm_90 or gfx942 (default: detect GPU 0)")
     s.add_argument("--gpu", help="device name, e.g. 'NVIDIA H200' (default: detect GPU 0)")
     s.set_defaults(func=cmd_default)
 
