@@ -9,6 +9,7 @@
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
+#   hwdetect   which hardware pack this GPU is detected as, and why; `warpsmith packs show` for it (< 30 s)
 #   dispatch   bench/dispatch.py (per-bucket keeps exported as a dispatcher, against the default)
 #   e2e        bench/e2e.py (softmax + rmsnorm kernels stacked in one workload)
 #   dsv4tune   the offline tuner on each DeepSeek V4 task ($DSV4_ITERS iterations, $DSV4_TIMEOUT s each)
@@ -85,6 +86,16 @@ EOF
       (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model tests/evaluate -rs) 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15 ;;
     profile) L=$(limit 90) || { echo "== skip $s"; continue; }
       timeout "$L" $H profile softmax 2>&1 | tee "$OUT/profile_softmax.txt" ;;
+    hwdetect) L=$(limit 60) || { echo "== skip $s"; continue; }
+      pid=$(timeout "$L" python3 -c "
+from harness.hardware import detect, match_hardware
+from harness.packs import discover
+d = detect(); pid, why = match_hardware(discover().sorted(), d.arch, d.name)
+import sys; print(f'detected: arch={d.arch} name={d.name!r} ({d.how})', file=sys.stderr)
+print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or '')" 2> >(tee "$OUT/hwdetect.txt" >&2))
+      (cd "$WS" && timeout "$L" $H packs default softmax) 2>&1 | tee -a "$OUT/hwdetect.txt"
+      [ -n "$pid" ] && COLUMNS=100 timeout "$L" $H packs show "$pid" > "$OUT/hwdetect_show.txt" 2>&1
+      head -30 "$OUT/hwdetect_show.txt" 2>/dev/null ;;
     dispatch) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/dispatch.py" softmax --kernel "$REPO/kernels/softmax/candidates/onepass.py" \
           --out "$WS/dispatch_softmax.py" 2>&1 | tee "$OUT/dispatch_softmax.txt" ;;

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from harness.hardware import ARCH_RE, detect as _detect, match_hardware  # ARCH_RE: sm_90a, sm_89, gfx942
 from harness.paths import user_packs_dir
 
 if sys.version_info >= (3, 11):
@@ -37,13 +38,12 @@ KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 # controls, so a person's own copy of a pack always wins over a third party's.
 ORIGINS = ("builtin", "entrypoint", "user", "project", "env", "path")
 TOP_KEYS = ("id", "kind", "title", "version", "applies_to", "files", "sources", "rule",
-            "description", "authors", "license", "specs")
+            "description", "authors", "license", "specs", "hardware")
 APPLIES_KEYS = ("arch", "gpu", "dsl", "task")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 # Semantic versioning (https://semver.org): MAJOR.MINOR.PATCH with optional pre-release/build.
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
                         r"(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
-ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 MAX_FILE_BYTES = 1_000_000  # a pack is prose for a prompt; anything bigger is a mistake
 
 
@@ -259,8 +259,8 @@ def load_pack(folder: Path | str, origin: str = "path") -> Pack:
         if k == "arch":
             bad = [a for a in vals if not ARCH_RE.match(a)]
             if bad:
-                raise err("applies_to.arch", f"{bad[0]!r} is not a compute capability like "
-                          "\"sm_90\", \"sm_90a\" or \"sm_100a\"", bad[0])
+                raise err("applies_to.arch", f"{bad[0]!r} is not a compiler target like "
+                          "\"sm_90\", \"sm_90a\", \"sm_100a\" or \"gfx942\"", bad[0])
         applies[k] = vals
 
     files = data.get("files", [])
@@ -306,10 +306,16 @@ def load_pack(folder: Path | str, origin: str = "path") -> Pack:
         raise err("rule[0]", f"only rules packs have [[rule]] tables; this pack's kind is {kind!r}")
     specs = data.get("specs", {})
     if not isinstance(specs, dict):
-        raise err("specs", "must be a table of numbers, e.g. specs = { hbm_tb_s = 4.8 }")
+        raise err("specs", "must be a table of numbers, e.g. specs = { mem_tb_s = 4.8 }")
     for k, v in specs.items():
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise err(f"specs.{k}", f"must be a number, not {v!r} (e.g. {k} = 132)")
+    if "hardware" in data:
+        if kind != "hardware":
+            raise err("hardware", f"only hardware packs have a [hardware] table; this pack's kind is {kind!r}")
+        from harness.hardware import validate_hardware
+
+        validate_hardware(data["hardware"], err)
     rules: list = []
     if kind == "rules" and rule_raw:
         rules = _compile_rules(rule_raw, pid, toml_path, text)
@@ -394,13 +400,33 @@ def _entry_point_dirs() -> tuple[list[Path], list[PackError]]:
     return dirs, errors
 
 
+class BrokenPackError(PackError):
+    """The copy of a pack id that would win (a user's pack over a built-in one) failed to load.
+    Selecting that id is refused rather than silently falling back to the lower-precedence copy:
+    the person meant their own pack, and needs the file and line to fix it."""
+
+    @classmethod
+    def of(cls, e: PackError, pack_id: str, fallback: "Pack | None") -> "BrokenPackError":
+        b = cls(e.path, e.field, e.problem, e.line, pack_id=pack_id)
+        b.fallback = fallback
+        return b
+
+
 @dataclass
 class Catalog:
     packs: dict[str, Pack] = field(default_factory=dict)  # id -> the winning pack
     shadowed: list[Pack] = field(default_factory=list)  # packs overridden by a later source
     errors: list[PackError] = field(default_factory=list)
+    # id -> the error of a broken pack that outranks every valid pack of that id (or has none):
+    # that id can't be used until the file is fixed. The valid lower-precedence copy stays in
+    # `packs` so `packs list` can show which one it would have been.
+    broken: dict[str, PackError] = field(default_factory=dict)
 
     def get(self, id: str) -> Pack:
+        if id in self.broken:
+            e = self.broken[id]
+            fb = self.packs.get(id)
+            raise BrokenPackError.of(e, id, fb) if isinstance(e, PackError) else e
         try:
             return self.packs[id]
         except KeyError:
@@ -460,6 +486,7 @@ def discover(extra_paths: Iterable[Path] = ()) -> Catalog:
     sources, cat.errors = pack_sources(extra_paths)
     seen_roots: set[Path] = set()
     seen_folders: set[Path] = set()
+    broken_at: dict[str, tuple[int, PackError]] = {}
     for origin, root in sources:
         try:
             real = root.resolve()
@@ -473,6 +500,11 @@ def discover(extra_paths: Iterable[Path] = ()) -> Catalog:
         seen_roots.add(real)
         packs, errors = load_root(root, origin)
         cat.errors += errors
+        for e in errors:
+            # A pack.toml too broken to name its id is taken to be the id of its folder.
+            bid = e.pack_id or Path(e.path).parent.name
+            if ID_RE.match(bid):
+                broken_at[bid] = (ORIGINS.index(origin), e)
         for p in packs:
             folder = p.path.resolve()
             if folder in seen_folders:  # the same folder reached twice (a path inside another root)
@@ -481,32 +513,24 @@ def discover(extra_paths: Iterable[Path] = ()) -> Catalog:
             if p.id in cat.packs:
                 cat.shadowed.append(cat.packs[p.id])
             cat.packs[p.id] = p
+    for bid, (rank, e) in broken_at.items():
+        win = cat.packs.get(bid)
+        if win is None or rank > ORIGINS.index(win.origin):
+            cat.broken[bid] = e
     return cat
 
 
 # -- selection ---------------------------------------------------------------------------------
 
 def detect_gpu() -> tuple[str | None, str | None]:
-    """(arch like 'sm_90', device name like 'NVIDIA H200') of GPU 0, or (None, None) without CUDA."""
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return None, None
-        major, minor = torch.cuda.get_device_capability(0)
-        return f"sm_{major}{minor}", torch.cuda.get_device_name(0)
-    except Exception:  # a broken driver is "no GPU" for selection purposes
-        return None, None
+    """(arch like 'sm_90' or 'gfx942', device name like 'NVIDIA H200') of GPU 0, or (None, None)
+    without a GPU (harness/hardware.py's detect says how it knows)."""
+    d = _detect()
+    return d.arch, d.name
 
 
 def detect_gpu_arch() -> str | None:
     return detect_gpu()[0]
-
-
-def _arch_matches(pack_archs: list[str], arch: str) -> bool:
-    # "sm_90a" is sm_90 with arch-specific features: a pack for either applies to the device.
-    base = arch.rstrip("af")
-    return any(a == arch or a.rstrip("af") == base for a in pack_archs)
 
 
 def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = None,
@@ -514,8 +538,9 @@ def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = No
                               ) -> tuple[list[str], list[str]]:
     """The default pack ids for a task on this GPU, and notes saying why (or why not).
 
-    - hardware: the pack whose applies_to.arch matches the compute capability; when several do
-      (H100 and H200 are both sm_90) the one whose applies_to.gpu or id appears in the device name;
+    - hardware: harness.hardware.match_hardware: the pack whose applies_to.arch has the GPU's target
+      (sm_90, gfx942) and, when it lists applies_to.gpu, whose gpu names the device (H100 and H200
+      are both sm_90; an A30 is sm_80 but no A100);
     - model packs the task names (task.toml `models`), and model packs whose applies_to.task
       names the task;
     - rules packs the task requires (task.toml `rules`), and rules packs whose applies_to names the
@@ -523,30 +548,22 @@ def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = No
     A pack id the task names but no source provides raises PackError naming the task file.
     """
     notes: list[str] = []
+    how = "given"
     if arch is None and detect:
-        arch, gpu_name = detect_gpu()
+        d = _detect()
+        arch, gpu_name, how = d.arch, d.name, d.how
     ids: list[str] = []
-    if arch:
-        hw = [p for p in catalog.sorted() if p.kind == "hardware"
-              and _arch_matches(p.applies_to.get("arch", []), arch)]
-        if len(hw) > 1 and gpu_name:
-            name = gpu_name.lower()
-            named = [p for p in hw if any(g.lower() in name for g in p.applies_to.get("gpu", []))
-                     or p.id.lower() in name]
-            if named:
-                hw = named
-        if len(hw) == 1:
-            ids.append(hw[0].id)
-            notes.append(f"hardware {hw[0].id}: matches {arch}" + (f" ({gpu_name})" if gpu_name else ""))
-        elif hw:
-            notes.append(f"hardware: {', '.join(p.id for p in hw)} all match {arch}"
-                         + (f" and none names {gpu_name!r}" if gpu_name else "")
-                         + "; add the right one with --packs ID")
-        else:
-            notes.append(f"hardware: no pack applies to {arch}; write one with "
-                         "`warpsmith packs new hardware ID`")
+    hw_id, why = match_hardware(catalog.sorted(), arch, gpu_name)
+    if hw_id:
+        ids.append(hw_id)
+        notes.append(f"hardware {hw_id}: chosen for the detected GPU: {why} ({how})" if how != "given"
+                     else f"hardware {hw_id}: {why}")
+    elif arch:
+        notes.append(f"hardware: none chosen: {why}; pick one with --packs ID (`warpsmith packs list`), "
+                     "or write one with `warpsmith packs new hardware ID`")
     else:
-        notes.append("hardware: no CUDA GPU detected; no hardware pack selected (add one with --packs ID)")
+        notes.append(f"hardware: none chosen ({how if how != 'given' else 'no GPU given'}); add one with "
+                     "--packs ID (`warpsmith packs list` shows the hardware packs)")
     toml_path = getattr(task, "toml_path", "task.toml")
     for fld, kind in (("models", "model"), ("rules", "rules")):
         for pid in getattr(task, fld, []) or []:
@@ -660,7 +677,12 @@ def session_selection(task: Any, catalog: Catalog, add: Iterable[str] = (), remo
             notes.append(f"removed {r} (--no-pack)")
     for a in add:
         sel.add(a, catalog)
-        notes.append(f"added {a} (--pack)")
+        if catalog.packs[a].kind == "hardware":
+            # The person named the GPU's pack: a "none chosen" line from detection no longer holds.
+            notes = [n for n in notes if not n.startswith("hardware: none chosen")]
+            notes.append(f"hardware {a}: chosen with --packs")
+        else:
+            notes.append(f"added {a} (--pack)")
     return sel, notes
 
 

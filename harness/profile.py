@@ -7,7 +7,8 @@ per call and the idle gaps between them; Nsight Compute metrics are added when `
 
 `classify` is pure (figures in, verdict out) so it can be tested on synthetic numbers; everything
 that touches a GPU is in `measure_*` / `profile_task`. Without a GPU only the roofline expectation
-(arithmetic intensity against a hardware pack's ridge point) is given, marked as not measured.
+(arithmetic intensity against the ridge point of a hardware pack the person names) is given, marked
+as not measured; no GPU's figures are assumed.
 """
 from __future__ import annotations
 
@@ -95,20 +96,18 @@ def classify(bytes_moved: float | None, flops: float | None, us: float | None, c
 
 # -- ceilings -----------------------------------------------------------------------------------
 
-def pack_ceilings(pack_id: str = "h200") -> Ceilings | None:
-    """Spec-sheet ceilings from a hardware pack's [specs] (no GPU here): for expectations only."""
-    root = Path(__file__).resolve().parent.parent / "packs" / "hardware" / pack_id / "pack.toml"
-    if not root.is_file():
-        return None
-    try:
-        import tomllib
-    except ImportError:  # pragma: no cover
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        specs = tomllib.loads(root.read_text()).get("specs", {})
-        return Ceilings(float(specs["hbm_tb_s"]) * 1e3, float(specs["bf16_dense_tflops"]), 4.0, f"pack:{pack_id}")
-    except (OSError, KeyError, ValueError, tomllib.TOMLDecodeError):
-        return None
+def pack_ceilings(pack: Any) -> tuple[Ceilings | None, str]:
+    """Spec-sheet ceilings from a hardware pack's [specs] (a harness.packs.Pack), for expectations
+    only, and a phrase saying where they came from or why there are none."""
+    from harness.hardware import specs_of
+
+    specs = specs_of(pack.raw)
+    missing = [k for k in ("mem_tb_s", "bf16_dense_tflops") if not specs.get(k)]
+    if missing:
+        return None, (f"hardware pack {pack.id} gives no {' or '.join(missing)}, so no roofline "
+                      "expectation")
+    return (Ceilings(specs["mem_tb_s"] * 1e3, specs["bf16_dense_tflops"], 4.0, f"pack:{pack.id}"),
+            f"spec-sheet figures of hardware pack {pack.id} {pack.version}")
 
 
 def measure_ceilings() -> Ceilings:
@@ -227,8 +226,9 @@ def _ncu_child(task_root: str, candidate: str, dims_json: str) -> int:
 
 
 def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | None = None,
-                 ceilings: Ceilings | None = None, use_ncu: bool = True) -> dict[str, Any]:
-    """The profile as a dict (for --json, the bench pane and the prompt)."""
+                 ceilings: Ceilings | None = None, use_ncu: bool = True, pack: Any = None) -> dict[str, Any]:
+    """The profile as a dict (for --json, the bench pane and the prompt). `pack`: a hardware pack
+    whose spec-sheet figures give the expectation where nothing can be measured (no GPU)."""
     import torch
 
     ref = task.load_reference()
@@ -246,10 +246,18 @@ def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | 
         out["device"] = torch.cuda.get_device_name(0)
         fn = getattr(load_module(path, "warpsmith_profile_candidate"), task.entry)
     else:
-        ceilings = ceilings or pack_ceilings() or Ceilings(4800.0, 989.0, 4.0, "spec:H200")
-        out["device"] = "cpu (Triton interpreter): expectations from arithmetic intensity only, not measured"
+        # Nothing is measured here, and no GPU's ceilings are assumed: only a hardware pack the
+        # person named (or the one detected) gives a ridge point to compare intensities against.
+        why = "no hardware pack given (--pack ID): bytes, flops and intensity only"
+        if ceilings is None and pack is not None:
+            ceilings, why = pack_ceilings(pack)
+        elif ceilings is not None:
+            why = f"ceilings given ({ceilings.source})"
+        out["device"] = "cpu (Triton interpreter): nothing measured"
+        out["expectation_from"] = why
         fn = None
-    out["ceilings"] = asdict(ceilings) | {"ridge_flops_per_byte": ceilings.ridge_flops_per_byte}
+    out["ceilings"] = (asdict(ceilings) | {"ridge_flops_per_byte": ceilings.ridge_flops_per_byte}
+                       if ceilings is not None else None)
     out["ncu"] = bool(shutil.which("ncu")) and use_ncu and gpu
     for s in wanted:
         b = ref.bytes_moved(s.dims, dtype) if hasattr(ref, "bytes_moved") else None
@@ -265,18 +273,27 @@ def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | 
                 row["ncu"] = ncu_metrics(task, path, s)
             del inputs
             torch.cuda.empty_cache()
-        else:
+        elif ceilings is not None:
             row.update(classify(b, f, None, ceilings))
+        else:
+            ai = f / b if f and b else None
+            row.update({"bytes": b, "flops": f, "us": None, "arithmetic_intensity": ai, "expected_bound": None,
+                        "bound": "unknown", "hint": "not measured (no GPU)" + (
+                            f"; arithmetic intensity {ai:.2f} flop/B" if ai else "")})
         out["shapes"].append(row)
     return out
 
 
 def format_profile(p: dict[str, Any]) -> list[str]:
     c = p["ceilings"]
-    lines = [f"{p['task']}: {p['candidate']} on {p['device']}",
-             f"ceilings ({c['source']}): copy {c['copy_gbs']:.0f} GB/s, matmul {c['matmul_tflops']:.0f} TFLOP/s, "
-             f"launch {c['launch_us']:.1f} us, ridge {c['ridge_flops_per_byte']:.0f} flop/B",
-             f"  {'shape':<22} {'us':>9} {'mem%':>6} {'comp%':>6} {'launch%':>7} {'launches':>8}  bound"]
+    lines = [f"{p['task']}: {p['candidate']} on {p['device']}"]
+    if not p.get("timing_available"):
+        lines.append(f"nothing was measured (no GPU); expectation: {p.get('expectation_from', 'none')}")
+    if c:
+        launch = f", launch {c['launch_us']:.1f} us" if c["source"] == "measured" else ""
+        lines.append(f"ceilings ({c['source']}): copy {c['copy_gbs']:.0f} GB/s, matmul {c['matmul_tflops']:.0f} "
+                     f"TFLOP/s{launch}, ridge {c['ridge_flops_per_byte']:.0f} flop/B")
+    lines.append(f"  {'shape':<22} {'us':>9} {'mem%':>6} {'comp%':>6} {'launch%':>7} {'launches':>8}  bound")
 
     def pct(v):
         return f"{v:.0f}" if isinstance(v, (int, float)) else "-"
@@ -284,7 +301,7 @@ def format_profile(p: dict[str, Any]) -> list[str]:
         us = f"{s['us']:.1f}" if s.get("us") else "-"
         lines.append(f"  {s['name'][:22]:<22} {us:>9} {pct(s.get('memory_pct')):>6} {pct(s.get('compute_pct')):>6} "
                      f"{pct(s.get('launch_pct')):>7} {s.get('launches', '-'):>8}  "
-                     f"{s['bound'] if s.get('us') else 'expected ' + str(s.get('expected_bound'))}")
+                     f"{s['bound'] if s.get('us') else ('expected ' + s['expected_bound'] if s.get('expected_bound') else '-')}")
         lines.append(f"      {s['hint']}")
         if s.get("ncu"):
             lines.append("      ncu: " + ", ".join(f"{k}={v}" for k, v in s["ncu"].items()))

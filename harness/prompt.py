@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from harness.hardware import specs_of, summary as hardware_summary
 from harness.packs import KIND_ORDER, Pack, PackWatcher
 
 CHARS_PER_TOKEN = 4
@@ -68,8 +69,9 @@ def _attr(v: str) -> str:
 def _pack_open(p: Pack) -> str:
     # Packs are markdown with their own headings; XML-style tags keep each one's bounds unambiguous.
     src = "; ".join(p.sources) if p.sources else "none named"
+    hw = hardware_summary(p) if p.kind == "hardware" else ""  # what the chip has and lacks, in fixed words
     return (f'<pack id="{p.id}" kind="{p.kind}" version="{p.version}" title="{_attr(p.title)}">\n'
-            f"sources: {src}")
+            f"sources: {src}" + (f"\n{hw}" if hw else ""))
 
 
 def _render_packs(packs: Sequence[Pack], keep_n: int | None = None
@@ -172,7 +174,7 @@ def _fmt_num(x: float) -> str:
 
 def _roofline(task: Any, packs: Sequence[Pack]) -> dict[str, str]:
     """Per shape: bytes moved, flops, intensity and, when a hardware pack gives `specs`
-    (hbm_tb_s, bf16_dense_tflops), the time floor those imply. Empty when the task defines neither."""
+    (mem_tb_s, bf16_dense_tflops), the time floor those imply. Empty when the task defines neither."""
     try:
         import torch
 
@@ -185,7 +187,7 @@ def _roofline(task: Any, packs: Sequence[Pack]) -> dict[str, str]:
     specs: dict[str, float] = {}
     for p in packs:
         if p.kind == "hardware":
-            specs = {k: float(v) for k, v in (p.raw.get("specs") or {}).items()}
+            specs = specs_of(p.raw)
             break
     dtype = getattr(torch, task.dtypes[0])
     out = {}
@@ -199,8 +201,8 @@ def _roofline(task: Any, packs: Sequence[Pack]) -> dict[str, str]:
             continue
         if b is not None:
             parts.append(f"{_fmt_num(b)}B moved")
-            if specs.get("hbm_tb_s"):
-                floor = max(floor, b / (specs["hbm_tb_s"] * 1e12))
+            if specs.get("mem_tb_s"):
+                floor = max(floor, b / (specs["mem_tb_s"] * 1e12))
         if f is not None:
             parts.append(f"{_fmt_num(f)} flop")
             if specs.get("bf16_dense_tflops"):

@@ -554,7 +554,8 @@ def _main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    from harness.profile import pack_ceilings as ceilings_of_pack
+    from harness.packs import discover
+    from harness.profile import pack_ceilings
     from harness.tasks import load_task
 
     ap = argparse.ArgumentParser(prog="python -m harness.step_profile")
@@ -564,8 +565,9 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
     try:
+        ceilings = pack_ceilings(discover().get(a.pack))[0] if a.pack else None
         p = profile_step(load_task(a.task, check_null=False), Path(a.candidate) if a.candidate else None,
-                         pack_ceilings=ceilings_of_pack(a.pack) if a.pack else None)
+                         pack_ceilings=ceilings)
     except Exception as e:  # noqa: BLE001 - reported to the parent in one line
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -126,33 +126,43 @@ def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool):
     the session started with, or the person's last pick), as it stands; the start's --pack and
     --no-pack flags (kept in the session's options) are in it already, and applying them again
     would undo a pick. Else: defaults for task and GPU, then the flags. Journalled when it changes."""
+    catalog, sel, notes = resolve_packs(task, cfg, session if resumed else None)
+    if sel.ids != session.journalled_packs():
+        session.set_packs(sel.ids)
+    return catalog, sel, notes, [str(e) for e in catalog.errors]
+
+
+def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
+    """(catalog, selection, notes) for a new run (session None) or a resumed one, with every pack
+    loaded: a selected id whose winning copy is broken (a user's pack over a built-in one) raises
+    ValueError naming its file and line, instead of the lower-precedence copy being used. Nothing
+    is journalled: `warpsmith run` calls this before it makes a session folder."""
     from harness.packs import PackError, Selection, discover, session_selection
 
     catalog = discover()
-    journalled = session.journalled_packs()
     saved, add, remove = None, cfg.packs_add, cfg.packs_remove
-    if resumed:
+    if session is not None:
+        journalled = session.journalled_packs()
         recorded = journalled if journalled is not None else session.legacy_packs()
         if recorded is not None:
             saved, add, remove = Selection(recorded), [], []
     try:
         sel, notes = session_selection(task, catalog, add, remove, saved)
+        sel.resolve(catalog)
+    except PackError as e:  # before KeyError: a broken pack is not an unknown one
+        raise ValueError(str(e)) from None
     except KeyError as e:
         # A pack that exists but failed to load is "unknown" to the catalog: say why it failed.
         named = [*add, *remove, *(saved.ids if saved is not None else [])]
         why = [str(err) for err in catalog.errors
                if any(getattr(err, "pack_id", None) == i or Path(err.path).parent.name == i for i in named)]
         raise ValueError("; ".join([str(e).strip("'\""), *why])) from None
-    except PackError as e:
-        raise ValueError(str(e)) from None
-    if sel.ids != journalled:
-        session.set_packs(sel.ids)
-    return catalog, sel, notes, [str(e) for e in catalog.errors]
+    return catalog, sel, notes
 
 
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
-    from harness.packs import PackWatcher, Selection
+    from harness.packs import PackError, PackWatcher, Selection
     from harness.prompt import build_prompt
 
     agent = make_agent(cfg.agent, session, cfg)
@@ -183,7 +193,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         if sorted(wanted) != sorted(p.id for p in watcher.packs()):
             try:
                 watcher.set_packs(Selection(wanted).resolve(catalog))
-            except KeyError as e:  # a pack removed from disk since it was picked: keep the last set
+            except (KeyError, PackError) as e:  # removed or broken since it was picked: keep the last set
                 session.set_packs([p.id for p in watcher.packs()])
                 loop.emit(ev.AgentNotice(ctx.iteration, "warning", f"pack selection unchanged: {e}"))
         p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,

@@ -158,6 +158,10 @@ class WarpsmithApp(App[int]):
     async def on_loop_event(self, message: LoopEvent) -> None:
         e = message.event
         areas = self.state.apply(e, message.old_source)
+        if isinstance(e, ev.AgentNotice) and e.iteration == 0 and e.message.startswith("hardware"):
+            # Which hardware pack the session chose for this GPU, and why (or that none matched).
+            self.notify(e.message, markup=False, timeout=8,
+                        severity="warning" if "none chosen" in e.message else "information")
         if isinstance(e, ev.Decision):
             self.decision_sent = ""
             areas |= {"decision"}
@@ -306,9 +310,12 @@ class WarpsmithApp(App[int]):
         return path, commit
 
     def is_hardware_pack(self, pack_id: str) -> bool:
-        from harness.profile import pack_ceilings
+        from harness.packs import PackError, discover
 
-        return pack_ceilings(pack_id) is not None
+        try:
+            return (self.pack_catalog or discover()).get(pack_id).kind == "hardware"
+        except (KeyError, PackError):
+            return False
 
     def _set_ideas(self, ideas: list[str]) -> None:
         # Journalled (fsync) off the UI thread; IdeasChanged comes back as an event.

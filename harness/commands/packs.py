@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from harness.packs import (KINDS, ID_RE, Catalog, Pack, PackError, discover, find_pack_dirs, load_pack,
-                           project_packs_dir, user_packs_dir)
+from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackError, discover, find_pack_dirs,
+                           load_pack, project_packs_dir, user_packs_dir)
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_FORMAT = 1
@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
     s.set_defaults(func=cmd_list)
 
     s = sub.add_parser("show", help="render a pack's markdown and list its sources")
-    s.add_argument("id")
+    s.add_argument("id", metavar="ID_OR_PATH")
     s.add_argument("--raw", action="store_true", help="print the markdown as is (no rendering)")
     s.set_defaults(func=cmd_show)
 
@@ -60,19 +60,22 @@ def register(subparsers: Any) -> None:
     s.add_argument("id")
     s.add_argument("--dir", type=Path, help="where to create it (default: the user's pack folder)")
     s.add_argument("--title", help="one-line title")
+    s.add_argument("--arch", help="hardware: the GPU's compiler target, e.g. sm_89, sm_120a or gfx942 "
+                   "(fills applies_to.arch and a [hardware] table to complete)")
+    s.add_argument("--vendor", choices=("nvidia", "amd"), help="hardware: default from --arch (gfx* is amd)")
     s.set_defaults(func=cmd_new)
 
-    s = sub.add_parser("validate", help="validate a pack folder, a pack.toml, or a folder of packs")
-    s.add_argument("path", type=Path)
+    s = sub.add_parser("validate", help="validate a pack by id, a pack folder, a pack.toml, or a folder of packs")
+    s.add_argument("path", metavar="ID_OR_PATH")
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("edit", help="open a pack in $EDITOR, then validate it")
-    s.add_argument("id")
+    s.add_argument("id", metavar="ID_OR_PATH")
     s.add_argument("file", nargs="?", help="which file (default: pack.toml and every listed file)")
     s.set_defaults(func=cmd_edit)
 
     s = sub.add_parser("export", help="write a pack to a .tar.gz with a manifest of hashes")
-    s.add_argument("id")
+    s.add_argument("id", metavar="ID_OR_PATH")
     s.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.tar.gz")
     s.set_defaults(func=cmd_export)
 
@@ -84,7 +87,7 @@ def register(subparsers: Any) -> None:
 
     s = sub.add_parser("default", help="the packs a session on TASK would start with, and why")
     s.add_argument("task")
-    s.add_argument("--arch", help="compute capability, e.g. sm_90 (default: detect GPU 0)")
+    s.add_argument("--arch", help="compiler target, e.g. sm_90 or gfx942 (default: detect GPU 0)")
     s.add_argument("--gpu", help="device name, e.g. 'NVIDIA H200' (default: detect GPU 0)")
     s.set_defaults(func=cmd_default)
 
@@ -110,13 +113,37 @@ def _catalog(args: argparse.Namespace) -> Catalog:
     return discover(getattr(args, "path", []) or [])
 
 
+def _looks_like_path(ref: str) -> bool:
+    # An id never has a slash; "./h200" or "my-packs/h200" or "pack.toml" means a folder on disk.
+    return "/" in ref or os.sep in ref or ref.endswith(".toml") or ref in (".", "..")
+
+
 def _get(args: argparse.Namespace, cat: Catalog) -> Pack | None:
+    """The pack `args.id` names: a pack id from the catalog, or a pack folder / pack.toml path
+    (a path wins when it exists; an id that is also a folder here is read as the folder)."""
+    ref = args.id
+    if _looks_like_path(ref) or (Path(ref) / "pack.toml").is_file():
+        if not Path(ref).exists():
+            _err(f"{ref}: no such file or folder")
+            return None
+        try:
+            return load_pack(Path(ref))
+        except PackError as e:
+            _err(str(e))
+            return None
     try:
-        return cat.get(args.id)
+        return cat.get(ref)
+    except BrokenPackError as e:
+        _err(f"{e}")
+        fb = getattr(e, "fallback", None)
+        _err(f"pack {ref!r} above is broken and takes precedence" +
+             (f" over the {fb.origin} one in {_short(fb.path)}" if fb is not None else "") +
+             "; fix the file, or remove it to use the other")
+        return None
     except KeyError as e:
-        _err(e.args[0] + "; see `warpsmith packs list`")
+        _err(e.args[0] + "; see `warpsmith packs list`, or give a pack folder")
         for err in cat.errors:
-            if err.pack_id == args.id:
+            if err.pack_id == ref:
                 _err(f"a pack with that id was refused: {err}")
         return None
 
@@ -130,10 +157,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             "packs": [dict(p.provenance(), kind=p.kind, title=p.title,
                            shadows=[s.provenance() for s in cat.shadows(p.id)]) for p in cat.sorted()],
             "errors": [str(e) for e in cat.errors],
+            "broken": {i: str(e) for i, e in cat.broken.items()},
             "user_dir": str(user_packs_dir()), "project_dir": str(project_packs_dir())}, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     con = Console()
     table = Table(title="context packs (later origins override earlier: builtin < entrypoint < user "
@@ -141,16 +170,32 @@ def cmd_list(args: argparse.Namespace) -> int:
     any_shadow = bool(cat.shadowed)
     for col in ("id", "kind", "version", "origin", "path") + (("shadows",) if any_shadow else ()):
         table.add_column(col, overflow="fold", no_wrap=col != "path" and col != "shadows")
-    for p in cat.sorted():
-        row = [p.id, p.kind, p.version, p.origin, _short(p.path)]
-        if any_shadow:
-            row.append("\n".join(f"{s.origin}: {_short(s.path)}" for s in cat.shadows(p.id)))
+    ncols = 5 + any_shadow
+    rows = [(p.id, p) for p in cat.sorted()] + [(i, None) for i in sorted(set(cat.broken) - set(cat.packs))]
+    for pid, p in rows:
+        if p is not None:
+            row = [Text(p.id), p.kind, p.version, p.origin, _short(p.path)]
+            if any_shadow:
+                row.append("\n".join(f"{s.origin}: {_short(s.path)}" for s in cat.shadows(p.id)))
+        else:
+            row = [Text(pid), "?", "?", "?", ""] + ([""] if any_shadow else [])
+        if pid in cat.broken:
+            # Said on the row itself: the copy that should win is broken, and this row is NOT used.
+            e = cat.broken[pid]
+            row[0] = Text(f"{pid} BROKEN", style="bold red")
+            row[4] = Text(f"{e.path}" + (f":{e.line}" if e.line else ""), style="red")
+            table.add_row(*row)
+            table.add_row("", "", "", "", Text(
+                f"{e.field + ': ' if e.field else ''}{e.problem}. A run selecting {pid} stops until this is "
+                "fixed" + (f"; the {p.origin} copy above is not used instead" if p is not None else ""),
+                style="red"), *[""] * (ncols - 5))
+            continue
         table.add_row(*row)
     con.print(table)
     if not cat.packs:
         con.print("no packs found; create one with `warpsmith packs new KIND ID`")
     for e in cat.errors:
-        con.print(f"[red]refused:[/red] {e}", markup=True, highlight=False)
+        con.print(Text.assemble(("refused: ", "red"), str(e)), highlight=False)
     # Where a person's own packs go (`packs new` / `packs import` write to the first).
     con.print(f"your packs: {user_packs_dir()}\nthis project's packs: {_short(project_packs_dir())}",
               highlight=False, markup=False, soft_wrap=True)
@@ -169,6 +214,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from rich.markdown import Markdown
     from rich.panel import Panel
     from rich.table import Table
+    from rich.text import Text
 
     con = Console()
     head = Table.grid(padding=(0, 2))
@@ -184,6 +230,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     for s in cat.shadows(p.id):
         head.add_row("shadows", f"{s.origin}: {s.path}")
     con.print(Panel(head, title=p.title, title_align="left"))
+    if p.kind == "hardware":
+        from harness.hardware import summary
+
+        hw = summary(p)
+        con.print(Panel(Text(hw) if hw else Text("no [hardware] table: what this GPU has and lacks is not "
+                                                 "stated in the harness's own words", style="yellow"),
+                        title="device (as the prompt states it)", title_align="left"))
     if p.kind == "rules":
         rt = Table(title="never do (rules)", title_justify="left", show_lines=False)
         for col in ("rule", "detected by", "message"):
@@ -228,8 +281,9 @@ def cmd_default(args: argparse.Namespace) -> int:
 # -- new / validate / edit ---------------------------------------------------------------------
 
 SCAFFOLD_MD = {
-    "hardware": "# {title}\n\n(Set applies_to.arch, e.g. [\"sm_90\", \"sm_90a\"], and applies_to.gpu, words of "
-                "the device name such as \"H200\", in pack.toml so this pack is picked for that GPU.)\n\n"
+    "hardware": "# {title}\n\n(Set applies_to.arch, e.g. [\"sm_90\", \"sm_90a\"] or [\"gfx942\"], and applies_to.gpu, "
+                "words of the device name such as \"H200\" or \"MI300X\", in pack.toml so this pack is picked for "
+                "that GPU; fill the [hardware] table (`packs new hardware ID --arch TARGET` writes one).)\n\n"
                 "What a kernel writer must know about this GPU: compute capability, SM count, "
                 "shared memory per SM and per block, L2, HBM size and bandwidth, which instructions it has "
                 "and which it lacks. Name the source after each non-obvious fact (source: ...).\n",
@@ -247,22 +301,42 @@ SCAFFOLD_RULE = """
 """
 
 
-def scaffold(kind: str, pid: str, dest: Path, title: str | None = None) -> Path:
+def scaffold(kind: str, pid: str, dest: Path, title: str | None = None, arch: str | None = None,
+             vendor: str | None = None) -> Path:
     import tomli_w
+
+    from harness.hardware import ARCH_RE
 
     if not ID_RE.match(pid):
         raise ValueError(f"{pid!r} is not a valid pack id: lowercase letters, digits, '.', '_' or '-'")
+    if arch is not None and (kind != "hardware" or not ARCH_RE.match(arch)):
+        raise ValueError(f"--arch {arch!r}: " + ("only hardware packs have one" if kind != "hardware" else
+                         "a compiler target like sm_89, sm_90a, sm_120a or gfx942"))
+    vendor = vendor or (("amd" if arch.startswith("gfx") else "nvidia") if arch else None)
+    if arch and (vendor == "amd") != arch.startswith("gfx"):
+        raise ValueError(f"--arch {arch!r} is not a {vendor} target (NVIDIA: sm_XY, AMD: gfxNNN)")
     folder = dest / pid
     if folder.exists():
         raise FileExistsError(f"{folder} already exists; choose another id or --dir")
     title = title or f"{pid} ({kind} pack)"
     data: dict[str, Any] = {"id": pid, "kind": kind, "title": title, "version": "0.1.0"}
     if kind == "hardware":
-        # Empty on purpose: a placeholder arch would tie with the real pack for that GPU and
-        # leave the default selection without a hardware pack.
-        data["applies_to"] = {"arch": [], "gpu": []}
+        # Without --arch, empty on purpose: a placeholder arch would tie with the real pack for
+        # that GPU and leave the default selection without a hardware pack.
+        data["applies_to"] = {"arch": [arch] if arch else [], "gpu": []}
     data["files"] = ["overview.md"]
     data["sources"] = ["TODO: the document every fact here was checked against (URL, title, section)"]
+    if kind == "hardware" and arch:
+        amd = vendor == "amd"
+        data["hardware"] = {
+            "vendor": vendor, "arch": arch, "architecture": "TODO: e.g. " + ("CDNA 3" if amd else "Ada Lovelace"),
+            "warp_size": 64 if amd else 32,  # AMD Instinct runs 64-wide wavefronts; check RDNA (wave32)
+            "matrix_units": "TODO: e.g. " + ("MFMA matrix cores" if amd else "mma.sync tensor cores"),
+            "matrix_dtypes": [],
+            # Every feature you can vouch for, present or absent (known names: harness/hardware.py FEATURES).
+            "features": [], "absent": [],
+            "triton": "TODO: does Triton support this GPU, and how", "cute_dsl": "TODO: " + (
+                "CuTe DSL is NVIDIA-only" if amd else "which CuTe DSL MMA operations run here")}
     folder.mkdir(parents=True)
     text = tomli_w.dumps(data)
     if kind == "rules":
@@ -276,6 +350,16 @@ def _warnings(p: Pack) -> list[str]:
     out = []
     if any("TODO" in s for s in p.sources):
         out.append(f"{p.toml_path}: sources: still a TODO placeholder; name the real sources")
+    hw = p.raw.get("hardware")
+    if p.kind == "hardware" and not isinstance(hw, dict):
+        out.append(f"{p.toml_path}: hardware: no [hardware] table, so prompts can't say what this GPU has and "
+                   "lacks (see docs/packs.md)")
+    elif isinstance(hw, dict):
+        todo = [k for k, v in hw.items() if isinstance(v, str) and "TODO" in v]
+        if todo:
+            out.append(f"{p.toml_path}: hardware.{todo[0]}: still a TODO placeholder")
+        if not hw.get("features") and not hw.get("absent"):
+            out.append(f"{p.toml_path}: hardware.features/absent: both empty; list what the GPU has and lacks")
     if p.kind == "hardware" and not p.applies_to.get("arch"):
         out.append(f"{p.toml_path}: applies_to.arch: empty, so this pack is never selected by default; "
                    "set the compute capabilities it describes, e.g. [\"sm_90\", \"sm_90a\"]")
@@ -285,7 +369,7 @@ def _warnings(p: Pack) -> list[str]:
 def cmd_new(args: argparse.Namespace) -> int:
     dest = args.dir or user_packs_dir()
     try:
-        folder = scaffold(args.kind, args.id, dest, args.title)
+        folder = scaffold(args.kind, args.id, dest, args.title, args.arch, args.vendor)
     except (ValueError, FileExistsError) as e:
         _err(str(e))
         return 2
@@ -300,7 +384,18 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    path: Path = args.path
+    ref = str(args.path)
+    path = Path(ref)
+    if not path.exists() and not _looks_like_path(ref):
+        # An id: validate the folder that id resolves to (the broken one, when it is broken).
+        cat = _catalog(args)
+        if ref in cat.broken:
+            print(f"error: {cat.broken[ref]}")
+            return 1
+        if ref not in cat.packs:
+            _err(f"{ref}: no such pack id, file or folder; see `warpsmith packs list`")
+            return 2
+        path = cat.packs[ref].path
     if not path.exists():
         _err(f"{path}: no such file or folder")
         return 2
@@ -331,10 +426,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_edit(args: argparse.Namespace) -> int:
     cat = _catalog(args)
-    p = _get(args, cat)
+    p = None if args.id in cat.broken else _get(args, cat)
     if p is None:
         # An invalid pack is exactly what one wants to edit: find it through its error.
-        paths = [Path(e.path).parent for e in cat.errors if e.pack_id == args.id]
+        paths = [Path(e.path).parent for e in cat.errors
+                 if e.pack_id == args.id or (e is cat.broken.get(args.id))]
         if not paths:
             return 2
         folder = paths[-1]

@@ -1,4 +1,4 @@
-"""`warpsmith profile TASK [CANDIDATE] [--json]`: memory / compute / launch bound, shape by shape."""
+"""`warpsmith profile TASK [CANDIDATE] [--json] [--pack ID]`: memory / compute / launch bound, shape by shape."""
 from __future__ import annotations
 
 import argparse
@@ -14,10 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default="", help="comma-separated shape names (default: all)")
     p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even when ncu is on PATH")
     p.add_argument("--json", action="store_true", help="print the profile as one JSON object")
+    p.add_argument("--pack", metavar="ID", help="without a GPU: the hardware pack whose spec-sheet figures "
+                   "give the roofline expectation (default: none; nothing is assumed)")
     p.add_argument("--e2e", action="store_true", help="the task's end-to-end step instead: every kernel's share of "
                    "it, roofline %%, bound, and the step's gain if it reached its roofline")
-    p.add_argument("--pack", default="", help="with --e2e and no GPU: the hardware pack whose figures give the "
-                   "expected times (e.g. h200)")
     p.set_defaults(func=cmd_profile)
 
 
@@ -33,34 +33,46 @@ def cmd_profile(args) -> int:
     if args.candidate and not Path(args.candidate).is_file():
         print(f"warpsmith: {args.candidate}: no such candidate file", file=sys.stderr)
         return 2
-    if args.e2e:
-        return _step_profile(task, args)
     wanted = [s for s in args.shapes.split(",") if s]
     unknown = [s for s in wanted if s not in {x.name for x in task.shapes}]
     if unknown:
         print(f"warpsmith: {task.toml_path}: no shape(s) {unknown}; known: {[s.name for s in task.shapes]}",
               file=sys.stderr)
         return 2
+    pack = None
+    if args.pack:
+        from harness.packs import PackError, discover
+
+        try:
+            pack = discover().get(args.pack)
+        except (KeyError, PackError) as e:
+            print(f"warpsmith: --pack: {str(e).strip(chr(34) + chr(39))}", file=sys.stderr)
+            return 2
+        if pack.kind != "hardware":
+            print(f"warpsmith: --pack {args.pack}: a {pack.kind} pack, not a hardware pack", file=sys.stderr)
+            return 2
+    if args.e2e:
+        return _step_profile(task, args, pack)
     p = profile_task(task, Path(args.candidate) if args.candidate else None, wanted or None,
-                     use_ncu=not args.no_ncu)
+                     use_ncu=not args.no_ncu, pack=pack)
     print(json.dumps(p, indent=2, default=str) if args.json else "\n".join(format_profile(p)))
     return 0
 
 
-def _step_profile(task, args) -> int:
+def _step_profile(task, args, pack) -> int:
     from harness.e2e import E2EError
     from harness.profile import pack_ceilings
     from harness.step_profile import format_step_profile, profile_step
 
     ceilings = None
-    if args.pack:
-        ceilings = pack_ceilings(args.pack)
+    if pack is not None:
+        ceilings, why = pack_ceilings(pack)
         if ceilings is None:
-            print(f"warpsmith: --pack {args.pack}: no built-in hardware pack of that id with [specs] hbm_tb_s and "
-                  "bf16_dense_tflops", file=sys.stderr)
+            print(f"warpsmith: --pack {args.pack}: {why}", file=sys.stderr)
             return 2
     try:
-        p = profile_step(task, Path(args.candidate) if args.candidate else None, pack_ceilings=ceilings)
+        p = profile_step(task, Path(args.candidate) if args.candidate else None, pack_ceilings=ceilings,
+                         use_ncu=not args.no_ncu)
     except E2EError as e:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2

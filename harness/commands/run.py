@@ -58,15 +58,29 @@ def check_eval_backend(spec: str) -> str | None:
 
 def check_pack_ids(cfg) -> str | None:
     """Every id in --packs / --no-packs names a pack that exists: a typo is refused up front."""
-    from harness.packs import discover
+    from harness.packs import PackError, discover
 
     catalog = discover()
     for flag, ids in (("--packs", cfg.packs_add), ("--no-packs", cfg.packs_remove)):
         for pid in ids:
             try:
                 catalog.get(pid)
+            except PackError as e:  # the copy that would win is broken: its file and line
+                return f"{flag} {pid}: {e}"
             except KeyError as e:
                 return f"{flag}: {str(e).strip(chr(34) + chr(39))}; see `warpsmith packs list`"
+    return None
+
+
+def check_pack_selection(task, cfg, session=None) -> str | None:
+    """The packs the run would start with all load: a broken pack of a selected id (a user's copy
+    shadowing a built-in) stops the run here, TUI or headless, before any session folder exists."""
+    from harness.wiring import resolve_packs
+
+    try:
+        resolve_packs(task, cfg, session)
+    except ValueError as e:
+        return str(e)
     return None
 
 
@@ -87,7 +101,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.wiring import RunConfig, make_agent, start_session
 
     cfg = RunConfig.from_args(args)
-    for problem in (check_eval_backend(cfg.eval_backend), check_pack_ids(cfg)):
+    for check in (lambda: check_eval_backend(cfg.eval_backend), lambda: check_pack_ids(cfg),
+                  lambda: check_pack_selection(task, cfg)):
+        problem = check()
         if problem:  # before start_session: a refused run leaves no session folder behind
             print(f"warpsmith: {problem}", file=sys.stderr)
             return 2

@@ -89,6 +89,12 @@ def cmd_resume(args) -> int:
         cfg.quiet = args.quiet
     if args.packs or args.no_packs:
         change_packs(s, args.packs, args.no_packs)
+    from harness.commands.run import check_pack_selection
+
+    problem = check_pack_selection(task, cfg, s)  # a broken pack stops the TUI here too, not in its thread
+    if problem:
+        print(f"warpsmith: {problem}", file=sys.stderr)
+        return 2
     done = iterations_already_run(s, cfg.iterations)
     if done is not None:
         from harness.commands.run import resume_command

@@ -65,12 +65,31 @@ def test_parse_ncu_csv_skips_noise():
 
 
 def test_profile_command_on_cpu_is_expectation_with_pack_ceilings(capsys):
-    assert main(["profile", "softmax", "--json"]) == 0
+    assert main(["profile", "softmax", "--json", "--pack", "h200"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["timing_available"] is False and p["ceilings"]["source"] == "pack:h200"
+    assert "hardware pack h200" in p["expectation_from"]
     assert [s["name"] for s in p["shapes"]] == ["4k x 4k", "many short rows", "vocab 32k", "long rows 128k"]
     assert all(s["expected_bound"] == "memory" and s["us"] is None for s in p["shapes"])
     assert pf.prompt_section(p).startswith("Bottleneck profile of the incumbent (not measured: no GPU):")
+
+
+def test_profile_on_cpu_assumes_no_gpu_without_a_pack(capsys):
+    """No GPU and no --pack: nothing measured, and no GPU's figures quoted (it once showed H200's)."""
+    assert main(["profile", "softmax"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was measured (no GPU)" in out and "no hardware pack given (--pack ID)" in out
+    assert "ceilings" not in out and "4800" not in out and "H200" not in out and "h200" not in out
+    assert "arithmetic intensity 1.25 flop/B" in out
+
+
+def test_profile_pack_without_figures_or_unknown_says_so(capsys):
+    assert main(["profile", "softmax", "--pack", "rtx4090"]) == 0
+    assert "hardware pack rtx4090 gives no bf16_dense_tflops, so no roofline expectation" in capsys.readouterr().out
+    assert main(["profile", "softmax", "--pack", "nope"]) == 2
+    assert "--pack: no pack 'nope'" in capsys.readouterr().err
+    assert main(["profile", "softmax", "--pack", "dsl-triton"]) == 2
+    assert "a rules pack, not a hardware pack" in capsys.readouterr().err
 
 
 def test_profile_command_names_unknown_shape(capsys):

@@ -209,7 +209,7 @@ def test_show_rules_pack_lists_rules(capsys, tmp_path, monkeypatch, write_pack):
 def test_default_explains_the_selection(capsys):
     rc, out, _ = run(capsys, "default", "softmax", "--arch", "sm_90a", "--gpu", "NVIDIA H200")
     first = out.splitlines()[0].split()
-    assert rc == 0 and first[0] == "h200" and "dsl-triton" in first and "matches sm_90a" in out
+    assert rc == 0 and first[0] == "h200" and "dsl-triton" in first and "is sm_90a and names H200" in out
     rc, _, err = run(capsys, "default", "no-such-task", "--arch", "sm_90")
     assert rc == 2 and "no such task" in err
 

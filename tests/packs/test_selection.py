@@ -46,11 +46,11 @@ def test_gpu_name_breaks_an_arch_tie(catalog):
 def test_ambiguous_or_unknown_gpu_selects_no_hardware_and_says_why(catalog):
     ids, notes = explain_default_selection(T(), catalog, arch="sm_90", gpu_name="NVIDIA Graphics Device")
     assert not {"h100", "h200"} & set(ids)
-    assert any("h100, h200 all match sm_90" in n for n in notes)
+    assert any("h100, h200 apply to sm_90 but none names 'NVIDIA Graphics Device'" in n for n in notes)
     ids, notes = explain_default_selection(T(), catalog, arch="sm_120", gpu_name="RTX 5090")
-    assert not {"h100", "h200", "b200"} & set(ids) and "no pack applies to sm_120" in notes[0]
+    assert not {"h100", "h200", "b200"} & set(ids) and "no hardware pack applies to sm_120" in notes[0]
     ids, notes = explain_default_selection(T(), catalog, arch=None, detect=False)
-    assert "no CUDA GPU" in notes[0]
+    assert "hardware: none chosen (no GPU given)" in notes[0] and "--packs ID" in notes[0]
 
 
 def test_task_names_models_and_rules_and_applies_to_adds(catalog):

@@ -58,8 +58,8 @@ def test_selecting_a_pack_that_failed_to_load_says_why(tmp_path, house_rules):
     session = start_session(task, cfg, base=tmp_path)
     with pytest.raises(ValueError) as e:
         build_loop(session, task, cfg, AutoDecider(), lambda e: None)
-    assert "no pack 'house-rules'" in str(e.value)
-    assert f"{house_rules / 'pack.toml'}:10: rule #1: id 'No Block'" in str(e.value)
+    # The pack exists but is broken: its file and line, not "no pack" (nor any other copy used).
+    assert str(e.value).startswith(f"{house_rules / 'pack.toml'}:10: rule #1: id 'No Block'")
 
 
 def test_resuming_with_a_selected_pack_that_broke_says_why_and_no_packs_takes_it_out(tmp_path, house_rules):

@@ -20,6 +20,7 @@ from textual.widgets import Markdown, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
+from harness.hardware import summary as hardware_summary
 from harness.packs import KINDS, Catalog, Pack
 
 HEADER = "__kind__:"
@@ -73,7 +74,9 @@ def pack_preview(p: Pack) -> str:
             + (f"applies to: {', '.join(f'{k}={v}' for k, v in p.applies_to.items())}\n\n" if p.applies_to else "")
             + (f"sources: {', '.join(p.sources)}\n\n" if p.sources else ""))
     rules = "".join(f"- **{r.get('id')}**: {r.get('message', '')}\n" for r in p.rule_specs())
-    return head + (f"## Rules\n\n{rules}\n" if rules else "") + p.content()
+    hw = hardware_summary(p) if p.kind == "hardware" else ""  # has / ABSENT, as the prompt says it
+    device = "## Device\n\n" + "".join(f"- {line}\n" for line in hw.splitlines()) + "\n" if hw else ""
+    return head + device + (f"## Rules\n\n{rules}\n" if rules else "") + p.content()
 
 
 def grouped_selections(catalog: Catalog, selected: list[str], enforced: Iterable[str] = ()) -> list[Selection]:
@@ -90,6 +93,9 @@ def grouped_selections(catalog: Catalog, selected: list[str], enforced: Iterable
             if p.id in enforced:
                 prompt.append(" (task)", style="italic")
             prompt.append(f"  {p.title}")
+            broken = getattr(catalog, "broken", {}).get(p.id)
+            if broken is not None:  # a higher-precedence copy fails to load: selecting it stops a run
+                prompt.append(f"  BROKEN: {broken.path}" + (f":{broken.line}" if broken.line else ""), style="bold red")
             out.append(Selection(prompt, p.id, p.id in selected))
     return out
 
