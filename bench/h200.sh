@@ -9,6 +9,7 @@
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
+#   stepprof   warpsmith profile TASK --e2e (the model step around the kernel) for $STEPPROF_TASKS
 #   hwdetect   which hardware pack this GPU is detected as, and why; `warpsmith packs show` for it (< 30 s)
 #   dispatch   bench/dispatch.py (per-bucket keeps exported as a dispatcher, against the default)
 #   e2e        bench/e2e.py (softmax + rmsnorm kernels stacked in one workload)
@@ -86,6 +87,14 @@ EOF
       (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model tests/evaluate -rs) 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15 ;;
     profile) L=$(limit 90) || { echo "== skip $s"; continue; }
       timeout "$L" $H profile softmax 2>&1 | tee "$OUT/profile_softmax.txt" ;;
+    stepprof) L=$(limit 240) || { echo "== skip $s"; continue; }
+      # The model step around each kernel (issue 27): the DeepSeek V4 decode step and the softmax
+      # decoder block, then the GPU test that the rows account for the graph-replayed step.
+      for t in ${STEPPROF_TASKS:-dsv4_csa_decode softmax}; do
+        timeout "$L" $H profile "$t" --e2e 2>&1 | tee "$OUT/stepprof_$t.txt"
+        timeout "$L" $H profile "$t" --e2e --json --no-ncu > "$OUT/stepprof_$t.json" 2>/dev/null
+      done
+      (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model/test_step_profile.py -rs) 2>&1 | tail -4 ;;
     hwdetect) L=$(limit 60) || { echo "== skip $s"; continue; }
       pid=$(timeout "$L" python3 -c "
 from harness.hardware import detect, match_hardware
