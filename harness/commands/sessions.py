@@ -87,6 +87,12 @@ def cmd_resume(args) -> int:
         cfg.iterations = args.iterations
     if args.quiet is not None:
         cfg.quiet = args.quiet
+    from harness.commands.run import check_agent_spec
+
+    problem = check_agent_spec(cfg.agent)  # no key, no server: said now, not at the first proposal
+    if problem:
+        print(f"warpsmith: session {s.id}'s agent: {problem}", file=sys.stderr)
+        return 2
     if args.packs or args.no_packs:
         change_packs(s, args.packs, args.no_packs)
     done = iterations_already_run(s, cfg.iterations)
