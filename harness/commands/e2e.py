@@ -1,7 +1,7 @@
 """`warpsmith e2e SESSION... [--workload TASK]`: stack sessions' best kernels into one workload.
 
-Each session contributes its exported dispatcher (task with buckets) or its best kernel; the
-workload (a task's e2e.py) runs with none, each alone, and all of them plugged in."""
+Each session contributes what `sessions export` writes: its dispatcher when it has per-bucket
+keeps, else its best kernel; the workload (a task's e2e.py) runs with none, each alone, and all of them plugged in."""
 from __future__ import annotations
 
 import argparse

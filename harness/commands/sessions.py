@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     resume.add_argument("--no-packs", default=None, metavar="ID,...",
                         help="take these packs out of the session's selection, e.g. one that no longer loads")
     resume.set_defaults(func=cmd_resume)
-    export = ssub.add_parser("export", help="write the session's best kernel to a file")
+    export = ssub.add_parser("export", help="write the session's best kernel to a file (a dispatcher when it has "
+                                            "per-bucket keeps)")
     export.add_argument("id", help=ID_HELP)
     export.add_argument("-o", "--output", required=True)
     export.set_defaults(func=cmd_export)
@@ -159,7 +160,7 @@ def cmd_export(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
-    # Per-bucket dispatch export arrives with the kernel-to-model work; a plain best kernel until then.
+    # With per-bucket keeps, export_session writes a dispatcher; else the best kernel (harness/dispatch.py).
     try:
         from harness.dispatch import export_session
     except ImportError:
@@ -173,5 +174,5 @@ def cmd_export(args) -> int:
     if export_session is not None:
         return export_session(s, out)
     out.write_text(ws.source(ws.best))
-    print(f"wrote best kernel ({ws.best[:10]}) to {out}")
+    print(f"wrote the best kernel ({ws.best[:10]}) to {out}")
     return 0
