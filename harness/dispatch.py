@@ -1,4 +1,11 @@
-"""Per-shape keeps and the exported dispatcher (issue 10: from kernel to model).
+"""Per-bucket keeps and the dispatcher `sessions export` writes (issue 10: from kernel to model).
+
+Words, used the same way in export, report, e2e and the README:
+- a *per-bucket keep*: the decision to keep a candidate for some buckets only (`K`, `b`,
+  `--keep-buckets auto`; a `BucketKeep` record);
+- the *routing table*: which kernel runs in each bucket (`dispatch_table`);
+- the *dispatcher*: the one module `sessions export` writes when a session has per-bucket keeps,
+  routing each call by that table. Without per-bucket keeps, export writes the best kernel alone.
 
 A candidate often wins on part of a task's range only (short rows, contexts up to 100k…). A task may
 declare `[[buckets]]` (ranges of one dim) and a `default` ("module:function" in the task folder, what
@@ -10,7 +17,7 @@ users would run otherwise). Then a person can keep a candidate *for the buckets 
   (fsync'd) before any ref moves, so a kill in between is finished by `restore_bucket_refs`.
 
 `export_session` writes one importable module: each winning kernel's source embedded under its own
-module name, a dispatch table routing each call by the bucket dim read off the inputs, the default
+module name, the routing table sending each call by the bucket dim read off the inputs, the default
 elsewhere, and the table with its measurements in the module docstring.
 
 Resolution per bucket: the latest bucket keep; else the session's best if it was ever kept (a plain
@@ -194,7 +201,7 @@ def restore_bucket_refs(session) -> int:
     return fixed
 
 
-# -- the dispatch table -------------------------------------------------------------------------
+# -- the routing table: which kernel runs in each bucket --------------------------------------------
 
 @dataclass
 class TableRow:
@@ -442,8 +449,8 @@ def export_session(session, out: Path, task: Task | None = None) -> int:
         # Nothing to route: the best kernel as it is, as before this module existed.
         out.write_text(ws.source(ws.best))
         why = (f"task {task.name} declares no [[buckets]]" if not task.buckets
-               else "no candidate was kept for some buckets only")
-        print(f"wrote best kernel ({ws.best[:10]}) to {out} ({why}: no dispatch)")
+               else "this session has no per-bucket keeps")
+        print(f"wrote the best kernel ({ws.best[:10]}) to {out}: {why}, so there is no dispatcher to write")
         return 0
     try:
         restore_bucket_refs(session)
@@ -454,7 +461,7 @@ def export_session(session, out: Path, task: Task | None = None) -> int:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
     out.write_text(text)
-    print(f"wrote dispatcher for {task.name} to {out}:")
+    print(f"wrote a dispatcher for {task.name} to {out}, routing each call by bucket:")
     for r in rows:
         print(f"  {r.bucket.name:<24} {_range(r.bucket):<28} -> {r.label}")
     dmod, dfn, _ = _default_spec(task)

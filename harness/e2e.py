@@ -398,8 +398,9 @@ def format_stack(result: dict) -> list[str]:
 
 
 def session_kernel(session, tmp_dir: Path) -> tuple[Task, Callable, str]:
-    """The kernel a session contributes: its exported dispatcher when the task has buckets, else best."""
-    from harness.dispatch import export_session
+    """The kernel a session contributes, as `sessions export` writes it: a dispatcher when the session
+    has per-bucket keeps, else its best kernel."""
+    from harness.dispatch import bucket_keeps, export_session
 
     task = load_task(session.meta.task, check_null=False)
     path = Path(tmp_dir) / f"{session.id}.py"
@@ -410,7 +411,8 @@ def session_kernel(session, tmp_dir: Path) -> tuple[Task, Callable, str]:
         with contextlib.redirect_stdout(io.StringIO()):
             if export_session(session, path, task) != 0:
                 raise E2EError(f"session {session.id}: export failed")
-        what = "dispatcher"
+        what = ("dispatcher (per-bucket keeps)" if bucket_keeps(session)
+                else f"best {session.workspace.best[:10]} (no per-bucket keeps)")
     else:
         path.write_text(session.workspace.source(session.workspace.best))
         what = f"best {session.workspace.best[:10]}"

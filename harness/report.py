@@ -213,7 +213,7 @@ class Report:
     steps: list[dict]
     buckets: list[dict]
     diff: str
-    dispatch: list[dict] = field(default_factory=list)  # the session's dispatch table, when the task has buckets
+    dispatch: list[dict] = field(default_factory=list)  # the routing table per bucket, when the task has buckets
     bucket_diffs: list[tuple[str, str]] = field(default_factory=list)  # (title, diff vs baseline) per bucket winner
 
 
@@ -275,7 +275,7 @@ def build_report(session, task=None) -> Report:
 
 
 def _dispatch_section(session, baseline: str, task=None) -> tuple[list[dict], list[tuple[str, str]]]:
-    """The dispatch table `sessions export` would write, and each bucket winner's diff."""
+    """The routing table (which kernel runs in each bucket) and each per-bucket keep's diff."""
     from harness.dispatch import dispatch_table
     from harness.tasks import TaskError, load_task
 
@@ -334,6 +334,22 @@ BUCKET_COLS = [("iteration", "iter"), ("commit", "commit"), ("buckets", "buckets
                ("by", "by")]
 
 
+def _routing_note(rep: Report) -> str:
+    """Under 'Routing per bucket': what the table is, or why there is none. A routing table means
+    something only with per-bucket keeps: without them export writes the best kernel alone."""
+    if not rep.dispatch:
+        return "The task declares no [[buckets]]: one kernel runs everywhere."
+    if not rep.buckets:
+        return ("No per-bucket keeps: `warpsmith sessions export` writes the best kernel, which runs "
+                "everywhere; there is no dispatcher.")
+    return ("The dispatcher `warpsmith sessions export` writes runs, in each bucket, the kernel named here; "
+            "shapes in no bucket run the task's default.")
+
+
+def _routed(rep: Report) -> bool:
+    return bool(rep.dispatch and rep.buckets)
+
+
 def _diff_html(diff: str) -> str:
     out = []
     for line in diff.splitlines():
@@ -358,10 +374,11 @@ def render_html(rep: Report) -> str:
 {figures}
 <h2>Kept steps and their provenance</h2>
 {_table(rep.kept, KEPT_COLS)}
-<h2>Bucket-limited keeps</h2>
+<h2>Per-bucket keeps</h2>
 {_table(rep.buckets, BUCKET_COLS)}
-<h2>Dispatch table (what <code>warpsmith sessions export</code> writes)</h2>
-{_table(rep.dispatch, DISPATCH_COLS) if rep.dispatch else "<p>(the task declares no buckets)</p>"}
+<h2>Routing per bucket</h2>
+<p>{html.escape(_routing_note(rep))}</p>
+{_table(rep.dispatch, DISPATCH_COLS) if _routed(rep) else ""}
 <h2>Every candidate</h2>
 {_table(rep.steps, STEP_COLS)}
 <h2>Final diff against the baseline</h2>
@@ -392,8 +409,9 @@ def render_markdown(rep: Report, out: Path) -> str:
         (files / f"{name}.png").write_bytes(png)
         parts.append(f"![{name}]({files.name}/{name}.png)\n\n{cap}\n")
     parts += ["## Kept steps and their provenance\n", _md_table(rep.kept, KEPT_COLS),
-              "## Bucket-limited keeps\n", _md_table(rep.buckets, BUCKET_COLS),
-              "## Dispatch table\n", _md_table(rep.dispatch, DISPATCH_COLS) if rep.dispatch else "(no buckets)\n",
+              "## Per-bucket keeps\n", _md_table(rep.buckets, BUCKET_COLS),
+              "## Routing per bucket\n", _routing_note(rep) + "\n",
+              _md_table(rep.dispatch, DISPATCH_COLS) if _routed(rep) else "",
               "## Every candidate\n", _md_table(rep.steps, STEP_COLS),
               "## Final diff against the baseline\n", "```diff\n" + (rep.diff or "(nothing kept)\n") + "```\n"]
     for t, dd in rep.bucket_diffs:

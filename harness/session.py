@@ -79,18 +79,8 @@ class Session:
 
     @classmethod
     def open(cls, sid: str, base: Path | None = None) -> "Session":
-        """The session whose id is `sid`, or the one session whose id starts with it."""
-        root = sessions_root(base) / sid
-        if not (root / "session.json").is_file():
-            every = list_sessions(base)
-            matches = [p for p in every if sid and p.name.startswith(sid)]
-            if len(matches) > 1:
-                raise SessionError(f"session id {sid!r} is ambiguous: it starts {len(matches)} sessions ("
-                                   f"{', '.join(p.name for p in matches)}); give more of it")
-            if not matches:
-                known = ", ".join(p.name for p in every) or "none"
-                raise SessionError(f"no session {sid!r} under {sessions_root(base)} (known: {known})")
-            root = matches[0]
+        """The session `sid` names (see find_session: an id, `latest`, a unique prefix or part)."""
+        root = find_session(sid, base)
         try:
             meta = SessionMeta(**json.loads((root / "session.json").read_text()))
         except (json.JSONDecodeError, TypeError) as e:
@@ -136,7 +126,49 @@ class Session:
 
 
 def list_sessions(base: Path | None = None) -> list[Path]:
+    """Session folders, oldest first (ids start with their creation time)."""
     root = sessions_root(base)
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if (p / "session.json").is_file())
+
+
+START_HINT = "start one with `warpsmith run TASK` (`warpsmith tasks list` names the tasks)"
+
+
+def no_sessions_message(base: Path | None = None) -> str:
+    """What an empty listing says: where it looked, and how to start."""
+    return f"no sessions under {sessions_root(base)}; {START_HINT}"
+
+
+def _created(root: Path) -> tuple[float, str]:
+    # session.json's creation time: two sessions started in the same second sort by it, not by task name.
+    try:
+        return float(json.loads((root / "session.json").read_text()).get("created", 0.0)), root.name
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0.0, root.name
+
+
+def find_session(sid: str, base: Path | None = None) -> Path:
+    """The folder of the session `sid` names: its full id; `latest`, the newest; else the one id
+    that starts with `sid`; else the one id that contains it (ids are DATE-TIME-TASK-TAG, and the tag
+    at the end is what people remember: `3583`). SessionError, in one line, otherwise: no session
+    (naming the folder looked in), or several (naming each)."""
+    root = sessions_root(base)
+    if sid and sid not in (".", "..") and "/" not in sid and (root / sid / "session.json").is_file():
+        return root / sid
+    every = list_sessions(base)
+    if not every:
+        raise SessionError(f"no session {sid!r}: {no_sessions_message(base)}")
+    if sid == "latest":
+        return max(every, key=_created)
+    matches = [p for p in every if sid and p.name.startswith(sid)] or [p for p in every if sid and sid in p.name]
+    if len(matches) > 1:
+        raise SessionError(f"session id {sid!r} is ambiguous: it matches {len(matches)} sessions ("
+                           f"{', '.join(p.name for p in matches)}); give more of it")
+    if not matches:
+        shown = [p.name for p in every[-5:]]
+        more = f" and {len(every) - 5} older: `warpsmith sessions list`" if len(every) > 5 else ""
+        raise SessionError(f"no session {sid!r} under {root} (newest: {', '.join(reversed(shown))}{more}; "
+                           "or `latest`)")
+    return matches[0]

@@ -340,7 +340,9 @@ class WarpsmithApp(App[int]):
         try:
             agent = make_agent(spec, self.session, self.cfg)
         except Exception as e:  # unknown agent, missing key, bad folder: say which and keep the old one
-            self.call_from_thread(self.notify, f"cannot switch to {spec}: {e}", severity="error", timeout=8)
+            # markup=False: the message names config sections ([anthropic]) that markup would eat
+            self.call_from_thread(self.notify, f"cannot switch to {spec}: {e}", severity="error", timeout=8,
+                                  markup=False)
             return
         # Resume continues with the model the person switched to.
         self.cfg.agent = spec

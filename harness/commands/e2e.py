@@ -1,7 +1,7 @@
 """`warpsmith e2e SESSION... [--workload TASK]`: stack sessions' best kernels into one workload.
 
-Each session contributes its exported dispatcher (task with buckets) or its best kernel; the
-workload (a task's e2e.py) runs with none, each alone, and all of them plugged in."""
+Each session contributes what `sessions export` writes: its dispatcher when it has per-bucket
+keeps, else its best kernel; the workload (a task's e2e.py) runs with none, each alone, and all of them plugged in."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +13,7 @@ from pathlib import Path
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("e2e", help="stack several sessions' best kernels into one end-to-end workload and time it")
-    p.add_argument("sessions", nargs="+", help="session ids (or unique prefixes)")
+    p.add_argument("sessions", nargs="+", help="session ids (each may be `latest`, or a unique prefix or part of an id)")
     p.add_argument("--workload", default=None,
                    help="task whose e2e.py to run (default: the first session's task that has one)")
     p.add_argument("--reps", type=int, default=20, help="graph replays per round")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write a session's report (plots, outcomes, provenance, final diff)")
-    p.add_argument("session", help="session id (or a unique prefix) under ./.warpsmith/sessions")
+    p.add_argument("session", help="session id, `latest`, or a unique prefix or part of one, under ./.warpsmith/sessions")
     p.add_argument("-o", "--output", default=None, help="output file (default: report.html / report.md)")
     p.add_argument("--format", choices=["html", "md"], default=None,
                    help="html (one offline file, images embedded) or md (PNGs in <name>_files/); default from -o")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from harness.tasks import TaskError, load_task
 
@@ -34,16 +33,12 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
 
 
 def check_agent_spec(spec: str) -> str | None:
-    """What is wrong with an agent spec that the agent itself would only find out later, or None.
-    A script folder that doesn't exist otherwise starts a session that replays nothing."""
-    name, _, arg = spec.partition(":")
-    if name == "script" and arg:
-        folder = Path(arg).expanduser()
-        if not folder.is_dir():
-            return f"--agent {spec!r}: {folder}: no such folder (script:DIR replays DIR/*.py)"
-        if not any(folder.glob("*.py")):
-            return f"--agent {spec!r}: {folder} has no .py files to replay"
-    return None
+    """What stops the agent from starting, or None: its form, a script folder, the API key (naming
+    the variable and the config file's section), a local server that doesn't answer. Checked
+    before a session folder exists, so a refused run leaves nothing behind (harness/agents/preflight.py)."""
+    from harness.agents.preflight import agent_problem
+
+    return agent_problem(spec)
 
 
 def check_eval_backend(spec: str) -> str | None:

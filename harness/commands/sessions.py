@@ -1,4 +1,6 @@
-"""`warpsmith sessions list | show ID | resume ID | export ID -o FILE`."""
+"""`warpsmith sessions list | show ID | resume ID | export ID -o FILE`.
+
+ID is a session's id, `latest`, or a unique prefix or part of one (harness.session.find_session)."""
 from __future__ import annotations
 
 import argparse
@@ -6,18 +8,21 @@ import sys
 from pathlib import Path
 
 from harness.journal import results_rows
-from harness.session import Session, SessionError, list_sessions
+from harness.session import Session, SessionError, list_sessions, no_sessions_message
+
+
+ID_HELP = "a session id, `latest`, or a unique prefix or part of one (e.g. its tag: 3583)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sessions", help="list, show, resume or export sessions in ./.warpsmith")
     ssub = p.add_subparsers(dest="sessions_cmd", metavar="ACTION")
     ssub.add_parser("list", help="sessions under ./.warpsmith/sessions").set_defaults(func=cmd_list)
-    show = ssub.add_parser("show", help="a session's results table")
-    show.add_argument("id")
+    show = ssub.add_parser("show", help="a session's candidates: verdicts, decisions, who made them, veto reasons")
+    show.add_argument("id", help=ID_HELP)
     show.set_defaults(func=cmd_show)
     resume = ssub.add_parser("resume", help="continue a session where it stopped")
-    resume.add_argument("id")
+    resume.add_argument("id", help=ID_HELP)
     resume.add_argument("--headless", action="store_true")
     resume.add_argument("--auto", action="store_true", default=None)
     resume.add_argument("--iterations", type=int, default=None, help="new total iteration limit")
@@ -27,8 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     resume.add_argument("--no-packs", default=None, metavar="ID,...",
                         help="take these packs out of the session's selection, e.g. one that no longer loads")
     resume.set_defaults(func=cmd_resume)
-    export = ssub.add_parser("export", help="write the session's best kernel to a file")
-    export.add_argument("id")
+    export = ssub.add_parser("export", help="write the session's best kernel to a file (a dispatcher when it has "
+                                            "per-bucket keeps)")
+    export.add_argument("id", help=ID_HELP)
     export.add_argument("-o", "--output", required=True)
     export.set_defaults(func=cmd_export)
     p.set_defaults(func=cmd_list)
@@ -43,7 +49,11 @@ def _open(sid: str) -> Session | None:
 
 
 def cmd_list(args) -> int:
-    for root in list_sessions():
+    roots = list_sessions()
+    if not roots:
+        print(no_sessions_message())
+        return 0
+    for root in roots:
         try:
             s = Session.open(root.name)
         except SessionError as e:
@@ -59,10 +69,9 @@ def cmd_show(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
-    print(f"session {s.id}: task {s.meta.task}, agent {s.meta.agent}\n  folder {s.root}\n  best {s.workspace.best}")
-    if s.meta.ideas:
-        print("  ideas: " + "; ".join(s.meta.ideas))
-    print((s.root / "results.tsv").read_text() if (s.root / "results.tsv").exists() else "  (no decisions yet)")
+    from harness.session_view import print_show
+
+    print_show(s)
     return 0
 
 
@@ -87,6 +96,12 @@ def cmd_resume(args) -> int:
         cfg.iterations = args.iterations
     if args.quiet is not None:
         cfg.quiet = args.quiet
+    from harness.commands.run import check_agent_spec
+
+    problem = check_agent_spec(cfg.agent)  # no key, no server: said now, not at the first proposal
+    if problem:
+        print(f"warpsmith: session {s.id}'s agent: {problem}", file=sys.stderr)
+        return 2
     if args.packs or args.no_packs:
         change_packs(s, args.packs, args.no_packs)
     from harness.commands.run import check_pack_selection
@@ -151,7 +166,7 @@ def cmd_export(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
-    # Per-bucket dispatch export arrives with the kernel-to-model work; a plain best kernel until then.
+    # With per-bucket keeps, export_session writes a dispatcher; else the best kernel (harness/dispatch.py).
     try:
         from harness.dispatch import export_session
     except ImportError:
@@ -165,5 +180,5 @@ def cmd_export(args) -> int:
     if export_session is not None:
         return export_session(s, out)
     out.write_text(ws.source(ws.best))
-    print(f"wrote best kernel ({ws.best[:10]}) to {out}")
+    print(f"wrote the best kernel ({ws.best[:10]}) to {out}")
     return 0

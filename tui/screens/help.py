@@ -12,7 +12,8 @@ from textual.widgets import Markdown
 KEYS = [
     ("k", "keep the candidate (asks to confirm when the harness recommends revert: journalled as an override; "
           "a candidate that failed correctness, a guard or a rule can never be kept)"),
-    ("K", "keep for the task's [[buckets]] the candidate wins only; revert it elsewhere (dispatch export)"),
+    ("K", "keep for the task's [[buckets]] the candidate wins only; revert it elsewhere (a per-bucket keep: "
+          "`sessions export` then writes a dispatcher)"),
     ("r", "revert (veto)"),
     ("R", "revert with a typed reason that goes back to the agent"),
     ("i", "ideas: standing directions for the agent, in every following prompt until removed"),

@@ -1,6 +1,11 @@
-"""Switch agent or model mid-session: type a spec or pick one; shows each model's rule record."""
+"""Switch agent or model mid-session: type a spec or pick one; shows each model's rule record.
+
+A spec that can't start (no key, a local server that doesn't answer, a missing script folder) is
+refused here, in the dialog, with what to set: accepted, it would fail only at the next proposal.
+"""
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from textual import on
@@ -35,6 +40,8 @@ class ModelScreen(ModalScreen["str | None"]):
                          id="model-title")
             yield Input(placeholder="tuner | script:DIR | anthropic:MODEL | openai:MODEL | "
                                     "openai-compat:URL#MODEL", id="model-input")
+            # markup=False: messages name config sections such as [anthropic], which markup would eat.
+            yield Static("", id="model-problem", markup=False)
             yield OptionList(*SUGGESTIONS, id="model-suggestions")
             table: DataTable = DataTable(id="model-stats", show_cursor=False)
             table.add_columns("agent:model", "candidates", "broke DSL", "broke a rule")
@@ -56,7 +63,25 @@ class ModelScreen(ModalScreen["str | None"]):
         if not spec:
             self.notify("type an agent spec, or Esc", severity="warning")
             return
-        self.dismiss(spec)
+        self.show_problem(f"checking {spec} ...")
+        self.run_worker(self.check(spec), exclusive=True, group="check")
+
+    async def check(self, spec: str) -> None:
+        from harness.agents.preflight import agent_problem
+
+        # In a thread: reading the config is quick, but a connection attempt may wait its timeout.
+        problem = await asyncio.to_thread(agent_problem, spec)
+        if problem:
+            self.show_problem(f"cannot switch: {problem}")
+            self.query_one("#model-input", Input).focus()
+        else:
+            self.dismiss(spec)
+
+    def show_problem(self, text: str) -> None:
+        box = self.query_one("#model-problem", Static)
+        box.update(text)
+        box.set_class(bool(text) and not text.startswith("checking"), "-error")
+        box.display = bool(text)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

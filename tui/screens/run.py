@@ -19,6 +19,7 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
+from tui.toasts import keep_toasts_clear
 from tui.widgets.bench import BenchPane
 from tui.widgets.decision import DecisionBar
 from tui.widgets.diff import DiffPane
@@ -118,6 +119,7 @@ class RunScreen(Screen[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
+        keep_toasts_clear(self)  # notifications sit above the decision bar and status line (tui/toasts.py)
         await self.redraw({"reasoning", "diff", "bench", "status", "decision"})
 
     async def on_resize(self, event: Resize) -> None:

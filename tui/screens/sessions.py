@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from harness.journal import results_rows
-from harness.session import Session, SessionError, list_sessions
+from harness.session import Session, SessionError, list_sessions, no_sessions_message, sessions_root
 
 
 @dataclass
@@ -47,7 +47,8 @@ class SessionsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-box"):
-            yield Static("Sessions in ./.warpsmith/sessions (this one marked *)", id="sessions-title")
+            yield Static(f"Sessions in {sessions_root(self.base)} (this one marked *)", id="sessions-title",
+                         markup=False)
             table: DataTable = DataTable(id="sessions", cursor_type="row")
             table.add_columns("", "id", "task", "agent", "decided", "kept")
             yield table
@@ -64,6 +65,8 @@ class SessionsScreen(ModalScreen[None]):
 
     def _fill(self, rows: list[SessionRow]) -> None:
         table = self.query_one("#sessions", DataTable)
+        if not rows:  # where it looked, and how to start one
+            self.query_one("#sessions-title", Static).update(no_sessions_message(self.base))
         for r in rows:
             table.add_row("*" if r.id == self.current else "", r.id, r.task, r.agent, str(r.decided),
                           str(r.kept), key=r.id)

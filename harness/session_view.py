@@ -1,0 +1,88 @@
+"""`warpsmith sessions show`: one row per candidate, read from the journal.
+
+results.tsv has the decided candidates only, for scripts; a person also wants who decided, why a
+candidate was vetoed, which buckets it was kept for, and the candidate still waiting for a decision
+when the session stopped (a resume asks about it again).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+# Decision.by in the journal -> who, in words.
+WHO = {"human": "person", "auto": "auto", "policy": "harness"}
+
+
+def candidate_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Per proposed candidate, in iteration order: iteration, commit, description, verdict, geomean,
+    decision, by, reason. A candidate without a Decision has decision 'undecided'."""
+    rows: dict[int, dict[str, str]] = {}
+    for r in records:
+        kind, it = r.get("kind"), r.get("iteration")
+        if not isinstance(it, int):
+            continue
+        if kind == "CandidateProposed":
+            rows[it] = {"iteration": str(it), "commit": str(r.get("commit", ""))[:10],
+                        "description": " ".join(str(r.get("description", "")).split()),
+                        "verdict": "not evaluated", "geomean": "", "decision": "undecided", "by": "",
+                        "reason": ""}
+        elif it not in rows:
+            continue
+        elif kind == "EvalResult":
+            v = r.get("verdict") or {}
+            rows[it]["verdict"] = _verdict(v)
+            g = v.get("geomean_speedup")
+            rows[it]["geomean"] = f"{g:.3f}x" if isinstance(g, (int, float)) else "n/a"
+        elif kind == "Decision":
+            action = str(r.get("action", "?"))
+            rows[it].update(decision=action + (" (override)" if r.get("override") else ""),
+                            by=WHO.get(str(r.get("by", "")), str(r.get("by", ""))),
+                            reason=" ".join(str(r.get("reason", "")).split()))
+        elif kind == "BucketKeep":
+            rows[it]["decision"] = "kept for " + ", ".join(r.get("buckets") or [])
+            rows[it]["by"] = WHO.get(str(r.get("by", "")), str(r.get("by", "")))
+    return [rows[k] for k in sorted(rows)]
+
+
+def _verdict(v: dict) -> str:
+    if v.get("accepted"):
+        return "accepted"
+    rules = [str(x.get("rule")) for x in v.get("reasons") or [] if isinstance(x, dict) and x.get("rule")]
+    return f"rejected ({v.get('stage', '?')}" + (f": {', '.join(dict.fromkeys(rules))})" if rules else ")")
+
+
+def print_show(session, console=None) -> None:
+    """The session's header and its candidates as an aligned table (rich; text is never read as markup)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or Console(highlight=False)
+    out = lambda s: console.print(Text(s))
+    m = session.meta
+    out(f"session {session.id}: task {m.task}, agent {m.agent}")
+    out(f"  folder {session.root}")
+    out(f"  best   {session.workspace.best[:12]}")
+    if m.ideas:
+        out("  ideas  " + "; ".join(m.ideas))
+    rows = candidate_rows(session.journal.read())
+    if not rows:
+        out(f"  no candidates yet; continue it with `warpsmith sessions resume {session.id}`")
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    # Short cells never wrap; description and reason take what is left (80 columns in a pipe).
+    for name, kw in (("iter", {"justify": "right", "no_wrap": True}), ("commit", {"no_wrap": True}),
+                     ("description", {"ratio": 3, "min_width": 12}), ("verdict", {"min_width": 8}),
+                     ("geomean", {"justify": "right", "no_wrap": True}), ("decision", {"min_width": 8}),
+                     ("by", {"no_wrap": True}), ("veto reason", {"ratio": 2, "min_width": 10})):
+        table.add_column(name, overflow="fold", **kw)
+    for r in rows:
+        undecided = r["decision"] == "undecided"
+        cells = [r["iteration"], r["commit"], r["description"], r["verdict"], r["geomean"],
+                 "undecided (asked again on resume)" if undecided else r["decision"], r["by"], r["reason"]]
+        table.add_row(*(Text(c, style="bold" if undecided else "") for c in cells))
+    console.print(table)
+    left = [r["iteration"] for r in rows if r["decision"] == "undecided"]
+    if left:
+        out(f"  left undecided when it stopped: #{', #'.join(left)}; "
+            f"`warpsmith sessions resume {session.id}` asks again")
