@@ -8,7 +8,8 @@ from harness.profile import Ceilings
 from harness.step_profile import StepProfile, build_rows
 from tui.screens.ideas import IdeasScreen
 from tui.screens.profile import PROFILE_FILE, ProfileScreen
-from tui.testing import demo_catalog, make_app, static_app
+from harness import events as ev
+from tui.testing import SESSION_ID, demo_catalog, feed, make_app, static_app
 from tui_helpers import journal_kinds, wait_until
 
 CEIL = Ceilings(4225.0, 790.0, 4.0, "measured")
@@ -80,6 +81,8 @@ def _snap_app(tmp_path: Path):
     _seed(app)
 
     async def open_profile(pilot) -> None:
+        # A fixed agent name in the status line (the app's own is the script folder's tmp path).
+        await feed(app, [ev.SessionStarted(SESSION_ID, "softmax", "script:demo", [], "NVIDIA H200", False, "manual")], {})
         await pilot.press("w")
         await wait_until(pilot, lambda: isinstance(app.screen, ProfileScreen) and app.screen.profile is not None)
         await pilot.pause()
