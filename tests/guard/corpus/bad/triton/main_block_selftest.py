@@ -1,3 +1,4 @@
+# expect: no-dunder
 import torch
 import triton
 import triton.language as tl
@@ -21,7 +22,7 @@ def softmax(x):
 
 
 if __name__ == "__main__":
-    # a self-test: never runs when warpsmith imports the candidate
+    # a self-test: unread code is hidden code (setattr of __name__ makes it run), so it is refused
     torch.manual_seed(0)
     x = torch.randn(4, 100, device="cuda", dtype=torch.bfloat16)
     torch.testing.assert_close(softmax(x), torch.softmax(x.float(), -1).to(x.dtype))
