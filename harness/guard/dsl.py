@@ -275,6 +275,12 @@ class DslModel:
             return v is not None and v.type == "identifier" and text(v) in self._kernel_containers
         if e.type == "attribute":  # self._kernel / module-level kernel through a namespace
             return text(e.child_by_field_name("attribute")) in self.kernel_names
+        if e.type == "call":  # torch.library.wrap_triton(kernel)[grid](...) inside a triton_op
+            fn = e.child_by_field_name("function")
+            args = e.child_by_field_name("arguments")
+            pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+            return fn is not None and "torch.library.wrap_triton" in self.m.qualnames(fn) \
+                and bool(pos) and self._is_kernel_ref(pos[0])
         return False
 
     def _collect_triton_aliases(self) -> None:
@@ -324,6 +330,29 @@ class DslModel:
                     parts = q.split(".")
                     if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and parts[2] in self._ext_op_namespaces:
                         return True
+        return False
+
+    def dead(self, node: Node, fn: Function) -> bool:
+        """Is `node` in code of `fn` that never runs: after a return/raise in its block, or in a branch
+        whose condition folds to a constant that skips it?"""
+        child, p = node, node.parent
+        while p is not None and p != fn.node:
+            if p.type == "block":
+                for sib in p.named_children:
+                    if sib == child or sib.start_byte >= child.start_byte:
+                        break
+                    if sib.type in ("return_statement", "raise_statement"):
+                        return True
+            if p.type == "if_statement" and child == p.child_by_field_name("consequence"):
+                if self.const_value(p.child_by_field_name("condition")) is False:
+                    return True
+            if p.type == "elif_clause" and child == p.child_by_field_name("consequence"):
+                if self.const_value(p.child_by_field_name("condition")) is False:
+                    return True
+            if p.type in ("else_clause", "elif_clause") and p.parent is not None and p.parent.type == "if_statement":
+                if self.const_value(p.parent.child_by_field_name("condition")) is True:
+                    return True
+            child, p = p, p.parent
         return False
 
     def launches_always(self, fn: Function) -> bool:
@@ -594,7 +623,24 @@ def _launch_findings(d: DslModel, what: str) -> list[Finding]:
 
 
 def _check_triton_launch(d: DslModel) -> list[Finding]:
-    return _launch_findings(d, "a @triton.jit kernel")
+    """A live launch of one of the module's @triton.jit kernels somewhere on the entry path.
+
+    Not "on every path": the runtime proof (dsl-kernel-runs: launches seen on every checked shape,
+    and the output wrong when they are made no-ops) is what shows the kernel computed the result,
+    and a per-path rule refused honest code: a launcher method (`return self._impl(x)`), a
+    torch.library.triton_op called through torch.ops, launches in a loop over row chunks, an early
+    return for empty inputs. What the static stage still refuses: no launch at all, or launches
+    only in dead code (`if False:`, after a return)."""
+    entries = d.entry_functions()
+    if not entries:
+        return []  # entry-defined reports it
+    for fn in d.host_path():
+        for call in d.m.nodes_in("call", fn.body):
+            if d.is_launch(call) and not d.dead(call, fn):
+                return []
+    fn = entries[0]
+    return [Finding(fn.node, f"no live launch of a @triton.jit kernel is reachable from `{fn.name}` "
+                             "(only dead code launches, or nothing does)")]
 
 
 def _check_cute_kernel(d: DslModel) -> list[Finding]:
