@@ -85,6 +85,8 @@ TORCH_ALLOWED: frozenset[str] = frozenset(
         "current_device", "device", "get_device_properties", "get_device_capability", "get_device_name",
         "device_count", "is_available", "current_stream", "default_stream", "device_of",
     )}
+    # registering a Triton kernel as a torch op (its body is on the entry path, read like the rest)
+    | {"torch.library.triton_op", "torch.library.wrap_triton"}
 )
 TORCH_ALLOWED_PREFIXES = ("torch.version.", "torch.utils.dlpack.")
 # Per-DSL extras: the compile entry points the DSL itself needs.
@@ -173,6 +175,10 @@ class DslModel:
         self._handle_dicts: set[str] = set()      # containers of them
         self._providers: set[int] = set()         # functions returning one
         self._ext_op_namespaces: set[str] = set()
+        if dsl == "triton":  # torch.ops.<ns> of the module's own torch.library.triton_op("ns::op")
+            from .allow import own_op_namespaces
+
+            self._ext_op_namespaces |= own_op_namespaces(model)
         self._fixpoint_handles()
         self._always_memo: dict[int, bool] = {}
         self._in_progress: set[int] = set()
@@ -833,8 +839,9 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
                     break
         for call, name in _compute_method_calls(d.m, part):
             f = call.child_by_field_name("function")
-            if f is None or any(q.startswith("torch") for q in d.m.qualnames(f)):
-                continue  # torch chains were judged above
+            qs = d.m.qualnames(f) if f is not None else frozenset()
+            if f is None or (qs and not any(q.startswith("builtins.") for q in qs)):
+                continue  # torch chains were judged above; `math.ceil(...)` is a module's function, not a tensor's
             obj = f.child_by_field_name("object")
             if not (obj is not None and d.is_handle(obj)):
                 out.append(Finding(call, f"tensor method `.{name}()` on the entry path (in `{fn.name}`)"))

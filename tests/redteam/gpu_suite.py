@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def one(c: Cheat) -> tuple[Cheat, dict, float]:
         t0 = time.monotonic()
-        v = evaluate(tasks[c.name], c.path, options=EvalOptions(shapes=[args.shape], static=False, samples=20,
+        v = evaluate(tasks[c.name], c.path, options=EvalOptions(shapes=[args.shape], static=c.full, samples=20,
                                                        **OPTIONS.get(c.name, {})))
         return c, v, time.monotonic() - t0
 
