@@ -19,21 +19,19 @@ code and are not part of it. Names are found by a regex over each function's tex
 string or comment also counts: that only adds functions to the path (sound, never hides one).
 
 Limits (sound but simple, on purpose):
-  * "Launches on every path that returns": each `return` reachable in the entry, and falling off
-    its end, must come after an unconditional launch on that path. A launch counts only when it is
-    not inside a lambda, comprehension, conditional expression or short-circuit operand. A loop body
-    may run zero times, so a launch inside `for`/`while` does not count (except `for _ in range(k)`
-    with a literal k >= 1). `if` conditions that are literals, or module constants bound once to a
-    literal, are folded: a launch under `if False:` does not count and code after `return` is dead.
-    A call to a module function counts as a launch when that function launches on all its paths.
+  * The launch rule asks for a live launch of one of the module's kernels on the entry path (a
+    method, a class attribute, a torch.library.triton_op reached as torch.ops.<ns>.<op>, a loop
+    body), not in dead code (`if False:`, after a return). Whether every path launches is left to
+    the runtime proof (dsl-kernel-runs: launches seen on every checked shape, output wrong when they
+    are no-ops): a per-path rule refused honest code (launcher methods, triton_ops, chunk loops, an
+    early return for empty inputs). cute and cuda keep the per-path rule (`launches_always`).
   * Values are not tracked: torch work hidden behind arithmetic operators on tensors (`x * y`) is
     not visible here; the runtime check `dsl-kernel-runs` (no-op swap) catches it.
   * Method calls on objects of unknown type are judged by name against TENSOR_COMPUTE_METHODS
     (`list.sort`/`set.add` are left out of it, so `x.sort()` on a tensor is not seen here).
-  * Class attributes (`class A: f = torch.exp`) and objects built by other modules are not followed.
-  * An early `return` for empty inputs (`if rows == 0: return y`) is a path without a launch and is
-    rejected: launch with the empty grid instead (Triton 3.9 skips a launch whose grid is empty,
-    triton/backends/nvidia/driver.c).
+  * Class attributes (`class A: f = torch.exp`) are followed (a reference to the class or `.f`);
+    objects built by other modules are not, which is why the allowlist (allow.py) judges every name
+    reached from an import wherever it appears, not only on the entry path.
 """
 from __future__ import annotations
 
