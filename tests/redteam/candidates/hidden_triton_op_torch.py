@@ -1,12 +1,11 @@
 """Cheat (class 6): a torch.library.triton_op whose body has torch do the softmax (the
 runtime watch treats triton_ops as Triton work) and a staging-copy kernel launched through
 wrap_triton. The op's body is on the entry path (reached through torch.ops.<ns>.<op>), so torch
-compute in it is refused like anywhere else on the path; the runtime watch now reads a triton_op's
-body too.
+compute in it is refused like anywhere else on the path; the runtime watch now runs a triton_op's
+body itself, watched (evaluated here with the static stage off, so that is what is tested).
 Expect: torch-compute
 Static: torch-compute
 Device: cpu
-Stages: all
 """
 import torch
 import triton
