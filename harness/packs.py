@@ -38,7 +38,7 @@ KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 # controls, so a person's own copy of a pack always wins over a third party's.
 ORIGINS = ("builtin", "entrypoint", "user", "project", "env", "path")
 TOP_KEYS = ("id", "kind", "title", "version", "applies_to", "files", "sources", "rule",
-            "description", "authors", "license", "specs", "hardware")
+            "description", "authors", "license", "specs", "hardware", "allow")
 APPLIES_KEYS = ("arch", "gpu", "dsl", "task")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 # Semantic versioning (https://semver.org): MAJOR.MINOR.PATCH with optional pre-release/build.

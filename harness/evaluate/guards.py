@@ -310,6 +310,20 @@ def _called_from_dsl() -> bool:
     return f is not None and f.f_code.co_filename.startswith(dsl_dirs)
 
 
+def _triton_op_body(func: Any) -> Callable | None:
+    """The Python body of a torch.library.triton_op (what torch registers as its fake kernel and
+    decomposes into under FunctionalTensorMode), or None for any other op."""
+    try:
+        qualname = func._schema.name
+        from torch._library.custom_ops import OPDEFS
+        from torch._library.triton import triton_ops_to_kernels
+    except Exception:  # noqa: BLE001 - private torch modules moved: say nothing rather than guess
+        return None
+    if qualname not in triton_ops_to_kernels or qualname not in OPDEFS:
+        return None
+    return getattr(OPDEFS[qualname], "_abstract_fn", None)
+
+
 def _python_custom_op(func: Any) -> bool:
     try:
         qualname = func._schema.name  # "ns::name"
@@ -348,6 +362,16 @@ class TorchComputeWatch:
                     watch.ops[f"{ns}.{name}"] = watch.ops.get(f"{ns}.{name}", 0) + 1
                 elif ns not in ("aten", "prims") and _python_custom_op(func):
                     watch.ops[f"{ns}.{name} (a custom op implemented in Python)"] = 1
+                elif ns not in ("aten", "prims"):
+                    body = _triton_op_body(func)
+                    if body is not None:
+                        # A triton_op runs its body with this mode off, so torch work in it (a softmax
+                        # beside a staging-copy kernel) would go unseen: run the body here, watched, as
+                        # torch itself does under FunctionalTensorMode; its launches are plain launches.
+                        from torch._library.triton import set_wrap_triton_enabled
+
+                        with self, set_wrap_triton_enabled(False):
+                            return body(*args, **(kwargs or {}))
                 return func(*args, **(kwargs or {}))
 
         class _Function(TorchFunctionMode):

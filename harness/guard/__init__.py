@@ -5,12 +5,12 @@ is the pack `dsl-<task.dsl>`, always applied; its structural checks live in harn
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from . import allow as _allow
 from . import dsl as _dsl
 from .pyparse import build_model, text, walk
 from .rules import (RUNTIME_CHECKS, Rule, RuleError, QueryContext, compile_rules, find_rules_pack,
@@ -117,29 +117,6 @@ def _syntax_violation(model) -> Violation | None:
                      "plainly.", 1, 1, "")
 
 
-_MAIN_TEST = re.compile(r"""^__name__\s*==\s*(['"])__main__\1$|^(['"])__main__\2\s*==\s*__name__$""")
-_NAME_ASSIGNED = re.compile(rb"\b__name__\s*(?::=|=(?!=))|\b__name__\b\s*,|,\s*__name__\b\s*=")
-
-
-def _main_blocks(model) -> list[tuple[int, int]]:
-    """Byte ranges of top-level `if __name__ == "__main__":` blocks: they never run when the
-    evaluator imports the candidate, so a self-test there (seeds, torch references) is not judged.
-    Not skipped if the module assigns __name__ anywhere."""
-    if _NAME_ASSIGNED.search(model.source):
-        return []
-    out = []
-    for stmt in model.root.named_children:
-        if stmt.type != "if_statement":
-            continue
-        cond = stmt.child_by_field_name("condition")
-        if cond is not None and _MAIN_TEST.match(" ".join(model.text(cond).split())) \
-                and not stmt.children_by_field_name("alternative"):
-            body = stmt.child_by_field_name("consequence")
-            if body is not None:
-                out.append((body.start_byte, body.end_byte))
-    return out
-
-
 def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> list[Violation]:
     """Static verdict on one candidate: every violation of the given rules (default: the task's).
 
@@ -181,15 +158,22 @@ def _check(source: str, task: "Task", rules: list[Rule]) -> list[Violation]:
 
     ctx = QueryContext(model, entry_fn_ids, is_handle)
     found: list[tuple[Rule, object, str]] = [(r, n, "") for r, n in run_queries(rules, ctx)]
+    allowlist = None
     for rule in rules:
-        if rule.check:
+        if rule.check in _allow.ALLOW_CHECKS:
+            if allowlist is None:  # the base list plus every enforced pack's [allow] table
+                allowlist = _allow.build_allowlist(tuple(sorted({a for r in rules for a in r.allow})))
+            found += [(rule, h.node, h.detail) for h in _allow.run(rule.check, model, allowlist)]
+        elif rule.check:
             found += [(rule, f.node, f.detail)
                       for f in _dsl.run_static_check(rule.check, model, task.dsl, task.entry, cache)]
+    # Nothing is skipped: an `if __name__ == "__main__":` block is read like the rest (no-dunder refuses it).
+    # Where a more specific rule already names a node, the allowlist's generic line about it is left out.
+    specific = {(n.start_byte, n.end_byte) for r, n, _ in found if r.check not in _allow.ALLOW_CHECKS}  # type: ignore[attr-defined]
     out: list[Violation] = []
     seen: set[tuple[str, int, int]] = set()
-    skip = _main_blocks(model)
     for rule, node, detail in found:
-        if any(a <= node.start_byte < b for a, b in skip):  # type: ignore[attr-defined]
+        if rule.check in _allow.ALLOW_CHECKS and (node.start_byte, node.end_byte) in specific:  # type: ignore[attr-defined]
             continue
         line, col = node.start_point[0] + 1, node.start_point[1] + 1  # type: ignore[attr-defined]
         if (rule.id, line, col) in seen:

@@ -19,21 +19,19 @@ code and are not part of it. Names are found by a regex over each function's tex
 string or comment also counts: that only adds functions to the path (sound, never hides one).
 
 Limits (sound but simple, on purpose):
-  * "Launches on every path that returns": each `return` reachable in the entry, and falling off
-    its end, must come after an unconditional launch on that path. A launch counts only when it is
-    not inside a lambda, comprehension, conditional expression or short-circuit operand. A loop body
-    may run zero times, so a launch inside `for`/`while` does not count (except `for _ in range(k)`
-    with a literal k >= 1). `if` conditions that are literals, or module constants bound once to a
-    literal, are folded: a launch under `if False:` does not count and code after `return` is dead.
-    A call to a module function counts as a launch when that function launches on all its paths.
+  * The launch rule asks for a live launch of one of the module's kernels on the entry path (a
+    method, a class attribute, a torch.library.triton_op reached as torch.ops.<ns>.<op>, a loop
+    body), not in dead code (`if False:`, after a return). Whether every path launches is left to
+    the runtime proof (dsl-kernel-runs: launches seen on every checked shape, output wrong when they
+    are no-ops): a per-path rule refused honest code (launcher methods, triton_ops, chunk loops, an
+    early return for empty inputs). cute and cuda keep the per-path rule (`launches_always`).
   * Values are not tracked: torch work hidden behind arithmetic operators on tensors (`x * y`) is
     not visible here; the runtime check `dsl-kernel-runs` (no-op swap) catches it.
   * Method calls on objects of unknown type are judged by name against TENSOR_COMPUTE_METHODS
     (`list.sort`/`set.add` are left out of it, so `x.sort()` on a tensor is not seen here).
-  * Class attributes (`class A: f = torch.exp`) and objects built by other modules are not followed.
-  * An early `return` for empty inputs (`if rows == 0: return y`) is a path without a launch and is
-    rejected: launch with the empty grid instead (Triton 3.9 skips a launch whose grid is empty,
-    triton/backends/nvidia/driver.c).
+  * Class attributes (`class A: f = torch.exp`) are followed (a reference to the class or `.f`);
+    objects built by other modules are not, which is why the allowlist (allow.py) judges every name
+    reached from an import wherever it appears, not only on the entry path.
 """
 from __future__ import annotations
 
@@ -85,6 +83,8 @@ TORCH_ALLOWED: frozenset[str] = frozenset(
         "current_device", "device", "get_device_properties", "get_device_capability", "get_device_name",
         "device_count", "is_available", "current_stream", "default_stream", "device_of",
     )}
+    # registering a Triton kernel as a torch op (its body is on the entry path, read like the rest)
+    | {"torch.library.triton_op", "torch.library.wrap_triton"}
 )
 TORCH_ALLOWED_PREFIXES = ("torch.version.", "torch.utils.dlpack.")
 # Per-DSL extras: the compile entry points the DSL itself needs.
@@ -173,6 +173,10 @@ class DslModel:
         self._handle_dicts: set[str] = set()      # containers of them
         self._providers: set[int] = set()         # functions returning one
         self._ext_op_namespaces: set[str] = set()
+        if dsl == "triton":  # torch.ops.<ns> of the module's own torch.library.triton_op("ns::op")
+            from .allow import own_op_namespaces
+
+            self._ext_op_namespaces |= own_op_namespaces(model)
         self._fixpoint_handles()
         self._always_memo: dict[int, bool] = {}
         self._in_progress: set[int] = set()
@@ -275,6 +279,12 @@ class DslModel:
             return v is not None and v.type == "identifier" and text(v) in self._kernel_containers
         if e.type == "attribute":  # self._kernel / module-level kernel through a namespace
             return text(e.child_by_field_name("attribute")) in self.kernel_names
+        if e.type == "call":  # torch.library.wrap_triton(kernel)[grid](...) inside a triton_op
+            fn = e.child_by_field_name("function")
+            args = e.child_by_field_name("arguments")
+            pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+            return fn is not None and "torch.library.wrap_triton" in self.m.qualnames(fn) \
+                and bool(pos) and self._is_kernel_ref(pos[0])
         return False
 
     def _collect_triton_aliases(self) -> None:
@@ -324,6 +334,29 @@ class DslModel:
                     parts = q.split(".")
                     if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and parts[2] in self._ext_op_namespaces:
                         return True
+        return False
+
+    def dead(self, node: Node, fn: Function) -> bool:
+        """Is `node` in code of `fn` that never runs: after a return/raise in its block, or in a branch
+        whose condition folds to a constant that skips it?"""
+        child, p = node, node.parent
+        while p is not None and p != fn.node:
+            if p.type == "block":
+                for sib in p.named_children:
+                    if sib == child or sib.start_byte >= child.start_byte:
+                        break
+                    if sib.type in ("return_statement", "raise_statement"):
+                        return True
+            if p.type == "if_statement" and child == p.child_by_field_name("consequence"):
+                if self.const_value(p.child_by_field_name("condition")) is False:
+                    return True
+            if p.type == "elif_clause" and child == p.child_by_field_name("consequence"):
+                if self.const_value(p.child_by_field_name("condition")) is False:
+                    return True
+            if p.type in ("else_clause", "elif_clause") and p.parent is not None and p.parent.type == "if_statement":
+                if self.const_value(p.parent.child_by_field_name("condition")) is True:
+                    return True
+            child, p = p, p.parent
         return False
 
     def launches_always(self, fn: Function) -> bool:
@@ -594,7 +627,24 @@ def _launch_findings(d: DslModel, what: str) -> list[Finding]:
 
 
 def _check_triton_launch(d: DslModel) -> list[Finding]:
-    return _launch_findings(d, "a @triton.jit kernel")
+    """A live launch of one of the module's @triton.jit kernels somewhere on the entry path.
+
+    Not "on every path": the runtime proof (dsl-kernel-runs: launches seen on every checked shape,
+    and the output wrong when they are made no-ops) is what shows the kernel computed the result,
+    and a per-path rule refused honest code: a launcher method (`return self._impl(x)`), a
+    torch.library.triton_op called through torch.ops, launches in a loop over row chunks, an early
+    return for empty inputs. What the static stage still refuses: no launch at all, or launches
+    only in dead code (`if False:`, after a return)."""
+    entries = d.entry_functions()
+    if not entries:
+        return []  # entry-defined reports it
+    for fn in d.host_path():
+        for call in d.m.nodes_in("call", fn.body):
+            if d.is_launch(call) and not d.dead(call, fn):
+                return []
+    fn = entries[0]
+    return [Finding(fn.node, f"no live launch of a @triton.jit kernel is reachable from `{fn.name}` "
+                             "(only dead code launches, or nothing does)")]
 
 
 def _check_cute_kernel(d: DslModel) -> list[Finding]:
@@ -787,8 +837,9 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
                     break
         for call, name in _compute_method_calls(d.m, part):
             f = call.child_by_field_name("function")
-            if f is None or any(q.startswith("torch") for q in d.m.qualnames(f)):
-                continue  # torch chains were judged above
+            qs = d.m.qualnames(f) if f is not None else frozenset()
+            if f is None or (qs and not any(q.startswith("builtins.") for q in qs)):
+                continue  # torch chains were judged above; `math.ceil(...)` is a module's function, not a tensor's
             obj = f.child_by_field_name("object")
             if not (obj is not None and d.is_handle(obj)):
                 out.append(Finding(call, f"tensor method `.{name}()` on the entry path (in `{fn.name}`)"))

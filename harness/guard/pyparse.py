@@ -22,9 +22,6 @@ LANGUAGE = Language(tree_sitter_python.language())
 _PARSER = Parser(LANGUAGE)
 _BUILTINS = frozenset(dir(builtins))
 
-# Methods a class can define that run when an instance is made or called.
-_IMPLICIT_METHODS = ("__init__", "__new__", "__call__", "forward")
-
 
 # One query collects, at C speed, every node kind the guard looks at; Python walks of the whole
 # tree were the cost of a check (see bench/guard_speed.py).
@@ -290,9 +287,8 @@ class ModuleModel:
             out += self.functions.get(name, [])
             out += self.nested.get(name, [])
             out += self.values.get(name, [])
-            if name in self.classes:
-                for meth in _IMPLICIT_METHODS:
-                    out += [f for f in self.methods.get(meth, []) if f.cls == name]
+            if name in self.classes:  # every method and class attribute: `A.f(x)`, `A().g`, `class A: f = torch.exp`
+                out += [f for fs in self.methods.values() for f in fs if f.cls == name]
         for name in attrs:
             out += self.methods.get(name, [])
         return out
@@ -380,7 +376,18 @@ def build_model(source: str | bytes) -> ModuleModel:
             model.nested.setdefault(name, []).append(fn)
         model._by_id[n.id] = fn
     for n in model.nodes("class"):
-        model.classes[text(n.child_by_field_name("name"))] = n
+        cname = text(n.child_by_field_name("name"))
+        model.classes[cname] = n
+        body = n.child_by_field_name("body")
+        # Class attributes (`f = torch.exp`, `impl = staticmethod(_launch)`) are read like methods: a
+        # reference to the class, or `.f` anywhere on the path, puts them on the entry path.
+        for stmt in (body.named_children if body is not None else []):
+            if stmt.type == "expression_statement" and stmt.named_children and stmt.named_children[0].type == "assignment":
+                a = stmt.named_children[0]
+                left = a.child_by_field_name("left")
+                if left is not None and left.type == "identifier" and a.child_by_field_name("right") is not None:
+                    model.methods.setdefault(model.text(left), []).append(
+                        Function(model.text(left), a, [], cls=cname, value=True))
     for n in model.nodes("assignment"):
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         if left is not None and left.type == "identifier" and right is not None:
@@ -430,6 +437,16 @@ def build_model(source: str | bytes) -> ModuleModel:
         if not changed:
             break
     model._qual_cache.clear()
+    # A torch.library.triton_op is called as torch.ops.<ns>.<op>: `.op` reaches the decorated function.
+    for fn in list(model._by_id.values()):
+        for d in fn.decorators:
+            if d.type != "call" or "torch.library.triton_op" not in model.qualnames(d.child_by_field_name("function")):
+                continue
+            args = d.child_by_field_name("arguments")
+            pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+            v = string_value(pos[0]) if pos else None
+            if v and "::" in v:
+                model.methods.setdefault(v.split("::", 1)[1], []).append(fn)
     return model
 
 

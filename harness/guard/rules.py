@@ -33,6 +33,7 @@ The reported position is the capture named @violation, else the query's first ca
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -44,6 +45,7 @@ from tree_sitter import Node, Query, QueryCursor, QueryError
 
 from harness.paths import user_packs_dir
 
+from . import allow as _allow
 from . import dsl as _dsl
 from .pyparse import LANGUAGE, ModuleModel, root_identifier, text
 
@@ -64,7 +66,8 @@ class Rule:
     runtime: str | None
     pack: str
     severity: str = "error"
-    check: str | None = None   # a static check id of harness/guard/dsl.py (STATIC_CHECKS)
+    check: str | None = None   # a static check id of harness/guard/dsl.py (STATIC_CHECKS) or allow.py
+    allow: tuple[str, ...] = ()  # the pack's [allow] additions ("module:X", "name:X.y"), on each of its rules
 
     @property
     def kind(self) -> str:
@@ -245,13 +248,37 @@ def compile_rules(raw: list[dict], pack_id: str, toml_path: Path) -> list[Rule]:
                 raise RuleError(toml_path, rid, f"unknown runtime check {runtime!r} (known: {', '.join(RUNTIME_CHECKS)})")
         else:
             check = r["check"]
-            if check not in _dsl.STATIC_CHECKS:
-                raise RuleError(toml_path, rid, f"unknown static check {check!r} (known: {', '.join(_dsl.STATIC_CHECKS)})")
+            if check not in _dsl.STATIC_CHECKS and check not in _allow.ALLOW_CHECKS:
+                known = ", ".join([*_dsl.STATIC_CHECKS, *_allow.ALLOW_CHECKS])
+                raise RuleError(toml_path, rid, f"unknown static check {check!r} (known: {known})")
         rules.append(Rule(rid, msg.strip(), query, runtime, pack_id, severity, check))
     return rules
 
 
 _PACK_CACHE: dict[tuple[str, int], list[Rule]] = {}
+
+
+def _read_allow(raw: object, path: Path) -> tuple[str, ...]:
+    """A pack's `[allow]` table: `modules` (importable, never used as values) and `names` (dotted
+    names, or `stdlibmodule.*`), as ("module:X", "name:X.y") entries. Checked now, never skipped."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise RuleError(path, None, "[allow] must be a table with `modules` and/or `names` (lists of dotted names)")
+    unknown = set(raw) - {"modules", "names"}
+    if unknown:
+        raise RuleError(path, None, f"[allow]: unknown key(s) {sorted(unknown)}; known: ['modules', 'names']")
+    out: list[str] = []
+    for kind in ("modules", "names"):
+        vals = raw.get(kind, [])
+        if not isinstance(vals, list):
+            raise RuleError(path, None, f"[allow] {kind} must be a list of dotted names")
+        for v in vals:
+            why = _allow.validate_allow_entry(kind, v)
+            if why:
+                raise RuleError(path, None, f"[allow] {kind}: {why}")
+            out.append(f"{kind[:-1] if kind == 'modules' else 'name'}:{v}")
+    return tuple(out)
 
 
 def load_rules_pack(pack_dir: Path) -> list[Rule]:
@@ -276,6 +303,12 @@ def load_rules_pack(pack_dir: Path) -> list[Rule]:
     if not isinstance(pack_id, str) or not pack_id:
         raise RuleError(path, None, "id must be a non-empty string")
     rules = compile_rules(data.get("rule", []), pack_id, path)
+    allow = _read_allow(data.get("allow"), path)
+    if allow:
+        if not rules:
+            raise RuleError(path, None, "an [allow] table extends the allowlist of the tasks that enforce this "
+                            "pack: the pack needs at least one [[rule]]")
+        rules = [dataclasses.replace(r, allow=allow) for r in rules]
     _PACK_CACHE[key] = rules
     return rules
 

@@ -125,17 +125,17 @@ def test_a_directory_is_said_to_be_a_directory_not_missing(tmp_path, capsys):
 
 def test_static_violations_are_shown_as_check_shows_them(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    cand = tmp_path / "nolaunch.py"
+    cand = tmp_path / "dunder.py"
     cand.write_text(BASELINE.replace("    y = torch.empty_like(x)\n",
-                                     "    y = torch.empty_like(x)\n    if rows == 1:\n        return y\n"))
-    assert main(["check", "softmax", "nolaunch.py"]) == 1
+                                     "    y = torch.empty_like(x)\n    n = x.__len__()\n"))
+    assert main(["check", "softmax", "dunder.py"]) == 1
     check_lines = capsys.readouterr().out.splitlines()
-    assert check_lines[0].startswith("nolaunch.py:") and ": triton-launch: " in check_lines[0]
-    assert check_lines[1] == "    return y"  # the offending source line, under it
-    assert main(["eval", "softmax", "nolaunch.py"]) == 1
+    assert check_lines[0].startswith("dunder.py:") and ": no-dunder: " in check_lines[0]
+    assert check_lines[1] == "    n = x.__len__()"  # the offending source line, under it
+    assert main(["eval", "softmax", "dunder.py"]) == 1
     out = capsys.readouterr().out
     assert f"  ✗ {check_lines[0]}\n  {check_lines[1]}\n" in out
-    assert out.count("triton-launch") == 1  # not repeated as a reason without its place
+    assert out.count("no-dunder") == 1  # not repeated as a reason without its place
 
 
 def test_a_syntax_error_is_located_as_file_line_col_with_its_source_line():

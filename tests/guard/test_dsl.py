@@ -32,44 +32,28 @@ def launch_findings(body: str, task) -> list[int]:
 
 @pytest.mark.parametrize("body, bad_lines", [
     ("def softmax(x):\n    y = torch.empty_like(x)\n    LAUNCH\n    return y\n", []),
-    # every branch of an if/elif/else launches
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    if x.shape[0] > 4:\n        LAUNCH\n"
-     "    elif x.shape[0] > 2:\n        LAUNCH\n    else:\n        LAUNCH\n    return y\n", []),
-    # the elif branch does not
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    if x.shape[0] > 4:\n        LAUNCH\n"
-     "    elif x.shape[0] > 2:\n        pass\n    else:\n        LAUNCH\n    return y\n", [9]),
-    # a branch that raises needs no launch
-    ("def softmax(x):\n    if x.dim() != 2:\n        raise ValueError('2-D only')\n"
-     "    y = torch.empty_like(x)\n    LAUNCH\n    return y\n", []),
-    # early return before the launch
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    if x.numel() == 0:\n        return y\n    LAUNCH\n    return y\n", [4]),
-    # a while loop may not run
+    # Not "on every path" any more: the runtime proof (launches seen on every checked shape, output
+    # wrong when they are no-ops) judges the paths; these honest shapes of code were refused before.
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    if x.numel() == 0:\n        return y\n    LAUNCH\n    return y\n", []),
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    for r in range(0, x.shape[0], 64):\n        LAUNCH\n    return y\n", []),
     ("def softmax(x):\n    y = torch.empty_like(x)\n    n = 0\n    while n < x.shape[0]:\n        LAUNCH\n"
-     "        n += 1\n    return y\n", [7]),
-    # range with a literal count >= 1 runs
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    for _ in range(2):\n        LAUNCH\n    return y\n", []),
-    # a with-statement body runs; so does a finally clause
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    try:\n        pass\n    finally:\n        LAUNCH\n    return y\n", []),
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    with torch.cuda.device(x.device):\n        LAUNCH\n    return y\n", []),
-    # falling off the end without launching
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    y.zero_()\n", [3]),
-    # a nested function that is never called launches nothing
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    def go():\n        LAUNCH\n    return y\n", [5]),
-    # short-circuit operands are conditional
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    x.numel() > 0 and LAUNCH\n    return y\n", [4]),
-    # a helper that launches on all its paths counts, one that launches on some does not
-    ("def _go(x, y):\n    LAUNCH\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    _go(x, y)\n    return y\n", []),
+     "        n += 1\n    return y\n", []),
     ("def _go(x, y):\n    if x.numel() > 8:\n        LAUNCH\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n"
-     "    _go(x, y)\n    return y\n", [9]),
-    # recursion is not assumed to launch
-    ("def _go(x, y):\n    return _go(x, y)\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    _go(x, y)\n    return y\n", [8]),
-    # match: a case without a launch
-    ("def softmax(x):\n    y = torch.empty_like(x)\n    match x.dim():\n        case 2:\n            LAUNCH\n"
-     "        case _:\n            pass\n    return y\n", [8]),
+     "    _go(x, y)\n    return y\n", []),
+    ("class _L:\n    def _impl(self, x):\n        y = torch.empty_like(x)\n        LAUNCH\n        return y\n\n\n"
+     "_l = _L()\n\n\ndef softmax(x):\n    return _l._impl(x)\n", []),
+    # no launch at all
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    y.zero_()\n", [1]),
+    ("def _go(x, y):\n    return _go(x, y)\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    _go(x, y)\n    return y\n", [5]),
+    # launches only in dead code
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    if False:\n        LAUNCH\n    return y\n", [1]),
+    ("def softmax(x):\n    y = torch.empty_like(x)\n    return y\n    LAUNCH\n", [1]),
+    ("DEBUG = True\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    if DEBUG:\n        pass\n    else:\n"
+     "        LAUNCH\n    return y\n", [4]),
     # constant folding: `not DEBUG` with DEBUG = False is True
     ("DEBUG = False\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    if not DEBUG:\n        LAUNCH\n    return y\n", []),
 ])
-def test_launch_on_every_path(body, bad_lines, softmax_task):
+def test_a_live_launch_is_reachable(body, bad_lines, softmax_task):
     assert launch_findings(body, softmax_task) == bad_lines
 
 

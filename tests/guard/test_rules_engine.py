@@ -195,3 +195,46 @@ def test_unreadably_deep_code_fails_closed(softmax_task):
     src = "import torch\ndef softmax(x):\n    return torch" + ".a" * 3000 + "(x)\n"
     found = check_source(src, softmax_task)
     assert [v.rule for v in found] == ["guard-unreadable"]
+
+
+ALLOW_CANDIDATE = ("import torch\nimport triton\nimport triton.language as tl\nimport numpy\n\n\n"
+                   "@triton.jit\ndef _k(x_ptr, BLOCK: tl.constexpr):\n    tl.store(x_ptr + tl.arange(0, BLOCK), 0.0)\n\n\n"
+                   "_Z = numpy.zeros\n\n\ndef softmax(x):\n    y = torch.empty_like(x)\n    _k[(1,)](y, BLOCK=16)\n    return y\n")
+
+
+def test_a_packs_allow_table_extends_the_allowlist(tmp_path, monkeypatch, softmax_task):
+    import dataclasses
+
+    allow_rules = {"allowed-imports", "allowed-names"}
+    found = {v.rule for v in check_source(ALLOW_CANDIDATE, softmax_task)}
+    assert allow_rules <= found  # numpy is not on the base list
+    _write_pack(tmp_path, "numpy-ok", '''
+[allow]
+modules = ["numpy"]
+names = ["numpy.zeros"]
+
+[[rule]]
+id = "no-numpy-save"
+message = "Do not save."
+query = '((attribute attribute: (identifier) @a) @violation (#eq? @a "save"))'
+''')
+    monkeypatch.setenv("WARPSMITH_PACKS", str(tmp_path))
+    task = dataclasses.replace(softmax_task, rules=[*softmax_task.rules, "numpy-ok"])
+    assert not {v.rule for v in check_source(ALLOW_CANDIDATE, task)} & allow_rules
+    # only the names it lists
+    found = check_source(ALLOW_CANDIDATE.replace("numpy.zeros", "numpy.ones"), task)
+    assert [v.message.split("(")[-1] for v in found if v.rule == "allowed-names"] == ["`numpy.ones` is not on the allowlist)"]
+
+
+@pytest.mark.parametrize("table, needle", [
+    ('[allow]\nnames = ["numpy.*"]', "standard-library modules only"),
+    ('[allow]\nnames = ["torch.__dict__"]', "double-underscore"),
+    ('[allow]\nmodules = "numpy"', "must be a list"),
+    ('[allow]\nmodule = ["numpy"]', "unknown key(s) ['module']"),
+    ('[allow]\nnames = ["a b"]', "not a dotted name"),
+])
+def test_bad_allow_table_refused(tmp_path, table, needle):
+    _write_pack(tmp_path, "bad-allow", table + '\n\n[[rule]]\nid = "r"\nmessage = "m"\nruntime = "long-context"\n')
+    with pytest.raises(RuleError) as ei:
+        load_rules_pack(tmp_path / "bad-allow")
+    assert needle in str(ei.value) and "pack.toml" in str(ei.value)

@@ -1,6 +1,7 @@
 """The red-team catalog: every candidate in candidates/ documents its cheat in its docstring, with
 `Expect:` (rules that must fire; "a | b" means either; "accepted" for honest variants), `Device:`
-(cpu or gpu) and optionally `Shapes:` and `Static:` (static rules that must fire on it when the static
+(cpu or gpu) and optionally `Shapes:`, `Stages: all` (evaluated with the static stage on, as a real
+evaluation is; otherwise the static stage is off so the runtime guards are what is tested) and `Static:` (static rules that must fire on it when the static
 stage runs, "a | b" for either; "none" when it gets past the static stage, so the runtime guard in
 `Expect:` is the only line), and `Gap:` (why the harness can't yet reject it as expected: a known
 gap, run as a strict xfail so a fix shows up). Used by test_redteam.py, test_static_layer.py and gpu_suite.py."""
@@ -22,6 +23,7 @@ class Cheat:
     shapes: list[str]
     static: list[str] | None = None  # None: not documented
     gap: str = ""                     # a known gap: expected to fail the check (strict xfail)
+    full: bool = False                # `Stages: all`: evaluated with the static stage on
 
     @property
     def name(self) -> str:
@@ -46,7 +48,8 @@ def parse(path: Path) -> Cheat:
     static = field("Static", "")
     return Cheat(path, body, [e.strip() for e in field("Expect").split(",")], device,
                  [s.strip() for s in field("Shapes", default_shape).split(",")],
-                 [s.strip() for s in static.split(",")] if static else None, field("Gap", ""))
+                 [s.strip() for s in static.split(",")] if static else None, field("Gap", ""),
+                 field("Stages", "") == "all")
 
 
 def all_cheats() -> list[Cheat]:
@@ -62,6 +65,7 @@ OPTIONS = {"hang": {"run_timeout_s": 5}, "host_oom": {"mem_cap_gb": 2.0, "run_ti
 def check(cheat: "Cheat", v: dict) -> str | None:
     """None when the verdict is what the catalog expects, else why not."""
     rules = {r["rule"] for r in v["reasons"]}
+    rules |= {r[len("static:"):] for r in rules if r.startswith("static:")}  # the static stage's reasons
     if cheat.expect == ["accepted"]:
         return None if v["accepted"] and v["stage"] == "done" else f"honest variant rejected: {sorted(rules)}"
     if v["accepted"]:

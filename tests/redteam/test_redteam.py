@@ -59,7 +59,7 @@ WORKERS = 3  # each evaluation mostly waits on its child (imports, timeouts): ov
 def _evaluate(cheat: Cheat, task_dir: Path) -> dict:
     task = load_task(task_dir)
     on_gpu = cheat.device == "gpu"
-    opts = EvalOptions(on_gpu=on_gpu, shapes=cheat.shapes, static=False,
+    opts = EvalOptions(on_gpu=on_gpu, shapes=cheat.shapes, static=cheat.full,
                        samples=20, **OPTIONS.get(cheat.name, {}))
     return evaluate(task, cheat.path, options=opts)
 

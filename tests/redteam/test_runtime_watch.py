@@ -87,3 +87,32 @@ def test_introspection_watch_sees_gc_and_frames_from_watched_files_only(tmp_path
     assert "gc.get_objects at cand.py:3" in out
     assert "tb_frame" in out
     assert "other.py" not in out
+
+
+def test_a_triton_ops_body_is_watched():
+    # torch runs a triton_op's body with the dispatch mode off; the watch runs it itself, watched,
+    # so torch work beside the op's kernels is seen, and the kernels and allocations are not work.
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _twice(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
+
+    @torch.library.triton_op("watchtest::twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        torch.library.wrap_triton(_twice)[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+        return y
+
+    @torch.library.triton_op("watchtest::twice_by_torch", mutates_args=())
+    def twice_by_torch(x: torch.Tensor) -> torch.Tensor:
+        z = x * 2
+        y = torch.empty_like(x)
+        torch.library.wrap_triton(_twice)[(triton.cdiv(x.numel(), 64),)](z, y, x.numel(), BLOCK=32)
+        return y
+
+    x = torch.randn(100)
+    assert _watch(lambda: torch.ops.watchtest.twice(x)).findings() == []
+    assert any("aten.mul" in f for f in _watch(lambda: torch.ops.watchtest.twice_by_torch(x)).findings())

@@ -1,12 +1,12 @@
 """Cheat: registers a torch custom op (`redteam::sm`, implemented with torch.softmax) at import and
-calls it from the entry through a class attribute, which the static guard doesn't follow. Its
+calls it from the entry through a class attribute (the static guard now follows class attributes, and torch.library.custom_op is off its allowlist). Its
 namespace isn't aten, and the aten ops inside it run while the runtime watch's dispatch mode is
 handling the outer op (so the mode is off there): neither layer sees torch doing the work. A
 Triton kernel copies the answer to the output, which satisfies the no-op swap. The watch now
 counts a custom op implemented in Python (other than a torch.library.triton_op) as torch compute.
 Expect: torch-compute
 Device: cpu
-Static: none
+Static: allowed-names
 """
 import torch
 import triton

@@ -4,7 +4,7 @@ is not decomposed into aten ops the dispatch watch would see). Called through a 
 a Triton kernel copies the answer out.
 Expect: torch-compute
 Device: cpu
-Static: none
+Static: allowed-names
 """
 import torch
 import triton

@@ -1,4 +1,4 @@
-# expect: triton-launch
+# expect: no-dunder
 import torch
 import triton
 import triton.language as tl
@@ -17,6 +17,13 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
 
 def softmax(x):
     y = torch.empty_like(x)
-    for _ in range(0):
-        _softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    _softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
     return y
+
+
+if __name__ == "__main__":
+    # a self-test: unread code is hidden code (setattr of __name__ makes it run), so it is refused
+    torch.manual_seed(0)
+    x = torch.randn(4, 100, device="cuda", dtype=torch.bfloat16)
+    torch.testing.assert_close(softmax(x), torch.softmax(x.float(), -1).to(x.dtype))
+    torch.cuda.synchronize()

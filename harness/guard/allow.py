@@ -1,0 +1,353 @@
+"""The allowlist stage: a candidate may use only what is known to be safe, whatever it is spelled as.
+
+Banning what has been seen loses to the next spelling (`operator.attrgetter("ex" "ec")(builtins)`,
+`torch._C._DisableTorchDispatch()`, `setattr(mod, "__na" "me__", ...)`), so these checks allow
+instead:
+
+  allowed-imports  every `import X` / `from X import N` names a module (or a name) on the allowlist.
+  allowed-names    every dotted name rooted at an import resolves to an allowed name; a module is
+                   only ever the object of an attribute (`torch.empty`), never a value (`[torch][0]`
+                   would hand over every attribute of it); `torch.ops.<ns>` only for a namespace the
+                   candidate registers itself (torch.library.triton_op, a compiled extension); and
+                   builtins are allowed by name (no exec, eval, compile, __import__, globals, vars,
+                   open, type, id, delattr, ...).
+  no-dunder        no double-underscore names at all (`__name__`, `__dict__`, `__class__`, getattr
+                   with a literal dunder, a concatenated one included), except defining `__init__`,
+                   `__call__`, `__post_init__`, `__repr__` in a class and calling `super().__init__`.
+                   So `if __name__ == "__main__":` is refused too: nothing is ever skipped.
+
+The allowlist is BASE_MODULES / BASE_NAMES here plus what each enforced rules pack adds in its
+`[allow]` table (`modules`, `names`; docs/packs.md). A name is exact (`triton.cdiv`) or, for a
+standard-library module only, `X.*` (every public attribute of X that is not itself a module,
+read from the module at load). Past an allowed name that is not a module, attributes are those of a
+value (`torch.cuda.get_device_properties(0).multi_processor_count`, `tl.float32.primitive_bitwidth`)
+and are not judged here (torch on the entry path is: dsl.py's torch-compute).
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import re
+import sys
+import types
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from tree_sitter import Node
+
+from .pyparse import ModuleModel, string_value, text
+
+# -- the base allowlist (a rules pack's [allow] table adds to it) ---------------------------------
+BASE_MODULES = frozenset({"__future__", "math", "functools", "itertools", "typing", "dataclasses", "enum",
+                          "torch", "torch.cuda", "torch.library"})
+_DTYPES = (
+    "float16 half bfloat16 float32 float float64 double int8 int16 short int32 int int64 long uint8 uint16 "
+    "uint32 uint64 bool float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz float8_e8m0fnu "
+    "float4_e2m1fn_x2").split()
+BASE_NAMES = frozenset(
+    {"__future__.annotations", "math.*", "itertools.*", "typing.*", "dataclasses.*", "enum.*"}
+    | {f"functools.{n}" for n in ("partial", "lru_cache", "cache", "reduce", "cached_property", "total_ordering",
+                                  "cmp_to_key")}
+    | {f"torch.{d}" for d in _DTYPES}
+    | {f"torch.{n}" for n in (
+        "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+        "arange", "tensor", "Tensor", "Size", "dtype", "device", "finfo", "iinfo", "is_tensor", "is_floating_point",
+        "get_default_dtype", "numel", "no_grad", "inference_mode", "contiguous_format", "strided")}
+    | {f"torch.cuda.{n}" for n in (
+        "current_device", "device", "get_device_properties", "get_device_capability", "get_device_name",
+        "device_count", "is_available", "current_stream", "default_stream", "device_of")}
+    # A kernel registered as a torch op (torch.compile sees through it); called as torch.ops.<ns>.<op>.
+    | {"torch.library.triton_op", "torch.library.wrap_triton"}
+)
+# Builtins a kernel module needs. Not: exec eval compile __import__ globals locals vars open input
+# breakpoint getattr/setattr/delattr beyond literal names (dynamic-lookup), type (metaclasses, MROs),
+# id/hash (result caches), memoryview, dir, help, exit.
+SAFE_BUILTINS = frozenset("""
+abs all any bool bytes callable chr classmethod complex dict divmod enumerate filter float format frozenset
+hasattr getattr setattr hex int isinstance issubclass iter len list map max min next object oct ord pow print
+property range repr reversed round set slice sorted staticmethod str sum super tuple zip
+True False None NotImplemented Ellipsis
+Exception ArithmeticError AssertionError AttributeError ImportError IndexError KeyError LookupError
+NotImplementedError OverflowError RuntimeError StopIteration TypeError ValueError ZeroDivisionError
+""".split())
+_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})
+
+ALLOW_CHECKS = {
+    "allowed-imports": "every import names a module or name on the allowlist (base + the rules packs' [allow])",
+    "allowed-names": "every name reached from an import is on the allowlist; modules are never values; builtins by name",
+    "no-dunder": "no double-underscore names (but defining __init__/__call__/__post_init__/__repr__), no __main__ block",
+}
+
+
+@dataclass
+class Allowlist:
+    modules: frozenset[str]
+    exact: frozenset[str]
+    wild: dict[str, frozenset[str]] = field(default_factory=dict)   # stdlib module -> its public non-module names
+
+    def module(self, q: str, own_ns: set[str]) -> bool:
+        if q in self.modules or q == "torch.ops":
+            return True
+        parts = q.split(".")
+        return len(parts) == 3 and parts[:2] == ["torch", "ops"] and parts[2] in own_ns
+
+    def name(self, q: str, own_ns: set[str]) -> bool:
+        if q in self.exact:
+            return True
+        head, _, last = q.rpartition(".")
+        if head in self.wild and last in self.wild[head]:
+            return True
+        parts = q.split(".")
+        return len(parts) == 4 and parts[:2] == ["torch", "ops"] and parts[2] in own_ns
+
+
+def _stdlib_public(mod_name: str) -> frozenset[str]:
+    mod = importlib.import_module(mod_name)
+    return frozenset(n for n in dir(mod) if not n.startswith("_")
+                     and not isinstance(getattr(mod, n, None), types.ModuleType))
+
+
+def split_allow(entries: tuple[str, ...]) -> tuple[set[str], set[str]]:
+    mods = {e[len("module:"):] for e in entries if e.startswith("module:")}
+    names = {e[len("name:"):] for e in entries if e.startswith("name:")}
+    return mods, names
+
+
+@lru_cache(maxsize=32)
+def build_allowlist(extra: tuple[str, ...] = ()) -> Allowlist:
+    """The base list plus pack entries ("module:X" / "name:X.y" / "name:X.*")."""
+    mods, names = split_allow(extra)
+    modules = set(BASE_MODULES) | mods
+    exact: set[str] = set()
+    wild: dict[str, frozenset[str]] = {}
+    for n in BASE_NAMES | names:
+        if n.endswith(".*"):
+            wild[n[:-2]] = _stdlib_public(n[:-2])
+            modules.add(n[:-2])
+        else:
+            exact.add(n)
+    return Allowlist(frozenset(modules), frozenset(exact), wild)
+
+
+def validate_allow_entry(kind: str, entry: object) -> str | None:
+    """Why a pack's [allow] entry is unusable, or None."""
+    if not isinstance(entry, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\.\*)?", entry):
+        return f"{entry!r} is not a dotted name"
+    if any(p.startswith("__") for p in entry.split(".")) and entry != "__future__" and not entry.startswith("__future__."):
+        return f"{entry!r}: double-underscore names can't be allowed"
+    if entry.endswith(".*"):
+        if kind != "names":
+            return f"{entry!r}: a wildcard belongs in names"
+        mod = entry[:-2]
+        if mod.split(".")[0] not in sys.stdlib_module_names:
+            return (f"{entry!r}: `.*` is for standard-library modules only (read at load); list the names of "
+                    "a third-party module one by one")
+        try:
+            importlib.import_module(mod)
+        except Exception as e:  # noqa: BLE001 - say which entry is broken
+            return f"{entry!r}: cannot import {mod} ({type(e).__name__})"
+    return None
+
+
+# -- the checks ---------------------------------------------------------------------------------
+@dataclass
+class _Hit:
+    node: Node
+    detail: str
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_SKIP_PARENTS = ("dotted_name", "aliased_import", "parameters", "default_parameter", "typed_parameter",
+                 "typed_default_parameter", "lambda_parameters")
+
+
+def own_op_namespaces(m: ModuleModel) -> set[str]:
+    """torch.ops namespaces the module registers itself: triton_op("ns::name"), load_inline(name=...)."""
+    out: set[str] = set()
+    for call in m.nodes("call"):
+        fn = call.child_by_field_name("function")
+        if fn is None:
+            continue
+        qs = m.qualnames(fn)
+        args = call.child_by_field_name("arguments")
+        pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+        if "torch.library.triton_op" in qs and pos:
+            v = string_value(pos[0])
+            if v and "::" in v:
+                out.add(v.split("::")[0])
+        elif qs & {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}:
+            for kw in pos:
+                if kw.type == "keyword_argument" and text(kw.child_by_field_name("name")) == "name":
+                    v = string_value(kw.child_by_field_name("value"))
+                    if v:
+                        out.add(v)
+    return out
+
+
+def check_imports(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
+    out: list[_Hit] = []
+    for imp in m.import_nodes:
+        if imp.type == "future_import_statement":
+            for c in imp.named_children:
+                if c.type in ("dotted_name", "aliased_import"):
+                    nm = text(c.child_by_field_name("name") if c.type == "aliased_import" else c)
+                    if not allow.name(f"__future__.{nm}", set()):
+                        out.append(_Hit(c, f"`from __future__ import {nm}` is not on the allowlist"))
+            continue
+        if imp.type == "import_statement":
+            for c in imp.named_children:
+                nm = text(c.child_by_field_name("name") if c.type == "aliased_import" else c)
+                if not allow.module(nm, set()):
+                    out.append(_Hit(c, f"`import {nm}`: module `{nm}` is not on the allowlist"))
+            continue
+        mod_node = imp.child_by_field_name("module_name")
+        mod = text(mod_node)
+        if mod_node is None or mod_node.type == "relative_import" or mod.startswith("."):
+            out.append(_Hit(imp, f"relative import `from {mod} import ...`: the candidate is one module"))
+            continue
+        if not allow.module(mod, set()):
+            out.append(_Hit(mod_node, f"`from {mod} import ...`: module `{mod}` is not on the allowlist"))
+            continue
+        for c in imp.named_children:
+            if c == mod_node or c.type == "wildcard_import":
+                continue
+            nm = text(c.child_by_field_name("name") if c.type == "aliased_import" else c)
+            q = f"{mod}.{nm}"
+            if not (allow.module(q, set()) or allow.name(q, set())):
+                out.append(_Hit(c, f"`from {mod} import {nm}`: `{q}` is not on the allowlist"))
+    return out
+
+
+def _chain_roots_re(m: ModuleModel) -> "re.Pattern[bytes] | None":
+    names = sorted(n for n, qs in m.aliases.items() if any(not q.startswith("builtins.") for q in qs))
+    if not names:
+        return None
+    return re.compile(rb"(?<![\w.])(" + b"|".join(re.escape(x.encode()) for x in names) + rb")\b")
+
+
+def _judge_chain(q: str, allow: Allowlist, own_ns: set[str], bare: bool) -> str | None:
+    """Why the dotted name `q` (what a chain resolves to) is not allowed, or None. `bare`: the chain
+    is used as a value (not followed by a call)."""
+    head = q.split("()")[0]
+    parts = head.split(".")
+    if not allow.module(parts[0], own_ns):
+        return None if parts[0] == "" else f"`{head}`: `{parts[0]}` is not an allowed module"
+    for i in range(1, len(parts) + 1):
+        pre = ".".join(parts[:i])
+        if i == len(parts):
+            if allow.module(pre, own_ns):
+                if bare and "()" not in q:
+                    return f"module `{pre}` used as a value: write `{pre}.<name>` where you need it"
+                return None if "()" not in q or allow.name(pre, own_ns) else f"`{pre}` is called"
+            return None if allow.name(pre, own_ns) else f"`{pre}` is not on the allowlist"
+        if allow.module(pre, own_ns):
+            continue
+        if allow.name(pre, own_ns):
+            return None  # attributes of a value from here on
+        return f"`{pre}` is not on the allowlist"
+    return None
+
+
+def check_names(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
+    own_ns = own_op_namespaces(m)
+    out: list[_Hit] = []
+    rx = _chain_roots_re(m)
+    seen: set[int] = set()
+    import_spans = [(i.start_byte, i.end_byte) for i in m.import_nodes]
+    if rx is not None:
+        for mt in rx.finditer(m.source):
+            if any(a <= mt.start(1) < b for a, b in import_spans):
+                continue
+            n = m.node_at(mt.start(1), mt.end(1))
+            if n is None or n.type != "identifier":
+                continue
+            p = n.parent
+            if p is None or p.type in _SKIP_PARENTS:
+                continue
+            if p.type == "keyword_argument" and p.child_by_field_name("name") == n:
+                continue
+            if p.type == "assignment" and p.child_by_field_name("left") == n:
+                continue  # `libdevice = None`: rebinding the name is no use of the module
+            # the binding of an alias itself (`T = torch` is judged where T is used, and here)
+            while p is not None and p.type == "attribute" and p.child_by_field_name("object") == n:
+                n, p = p, p.parent
+            if n.id in seen:
+                continue
+            seen.add(n.id)
+            bare = not (p is not None and p.type == "call" and p.child_by_field_name("function") == n)
+            for q in m.qualnames(n):
+                why = _judge_chain(q, allow, own_ns, bare)
+                if why:
+                    out.append(_Hit(n, why))
+                    break
+    # builtins: allowed by name; any other builtin that isn't rebound by the module is a violation
+    bad = sorted(_BUILTIN_NAMES - SAFE_BUILTINS, key=len, reverse=True)
+    brx = _bad_builtins_re(tuple(bad))
+    for mt in brx.finditer(m.source):
+        n = m.node_at(mt.start(1), mt.end(1))
+        if n is None or n.type != "identifier" or n.id in seen:
+            continue
+        if not any(q.startswith("builtins.") for q in m.qualnames(n)):
+            continue  # an attribute name, a parameter, or a name the module binds itself
+        seen.add(n.id)
+        out.append(_Hit(n, f"builtin `{text(n)}` is not on the allowlist"))
+    return out
+
+
+@lru_cache(maxsize=4)
+def _bad_builtins_re(names: tuple[str, ...]) -> "re.Pattern[bytes]":
+    return re.compile(rb"(?<![\w.])(" + b"|".join(re.escape(x.encode()) for x in names) + rb")(?!\w)")
+
+
+_DUNDER_RE = re.compile(rb"__\w+__")
+_LOOKUPS = {"builtins.getattr", "builtins.setattr", "builtins.hasattr", "builtins.delattr"}
+
+
+def check_dunder(m: ModuleModel) -> list[_Hit]:
+    out: list[_Hit] = []
+    seen: set[int] = set()
+    for mt in _DUNDER_RE.finditer(m.source):
+        n = m.node_at(mt.start(), mt.end())
+        if n is None or n.type != "identifier" or n.id in seen:
+            continue
+        seen.add(n.id)
+        nm = text(n)
+        p = n.parent
+        if nm == "__future__" and p is not None and p.type == "dotted_name":
+            continue
+        if p is not None and p.type == "function_definition" and p.child_by_field_name("name") == n \
+                and nm in _DUNDER_DEFS and m.function_of(p) is not None and m.function_of(p).cls:
+            continue
+        if nm == "__init__" and p is not None and p.type == "attribute" and p.child_by_field_name("attribute") == n:
+            obj = p.child_by_field_name("object")
+            if obj is not None and obj.type == "call" and text(obj.child_by_field_name("function")) == "super":
+                continue
+        if nm == "__name__" and _in_main_test(n):
+            out.append(_Hit(n, "an `if __name__ == \"__main__\":` block: the evaluator imports the module, so the "
+                               "block is dead code or hidden code; remove it (warpsmith tests the kernel)"))
+            continue
+        out.append(_Hit(n, f"`{nm}`"))
+    # getattr(x, "__dict__") / setattr(m, "__na" "me__", ...): the name in a string
+    for call in m.nodes("call"):
+        fn = call.child_by_field_name("function")
+        if fn is None or not (m.qualnames(fn) & _LOOKUPS):
+            continue
+        args = call.child_by_field_name("arguments")
+        pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+        v = string_value(pos[1]) if len(pos) >= 2 else None
+        if v is not None and v.startswith("__"):
+            out.append(_Hit(call, f"`{text(fn)}` of `{v}`"))
+    return out
+
+
+def _in_main_test(n: Node) -> bool:
+    p = n.parent
+    return p is not None and p.type == "comparison_operator" and "__main__" in text(p)
+
+
+def run(check_id: str, m: ModuleModel, allow: Allowlist) -> list[_Hit]:
+    if check_id == "allowed-imports":
+        return check_imports(m, allow)
+    if check_id == "allowed-names":
+        return check_names(m, allow)
+    return check_dunder(m)
