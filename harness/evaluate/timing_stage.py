@@ -160,7 +160,7 @@ def _remeasure(run: "_Run", v: dict, task: Task, ref_mod: ModuleType, shapes: li
     try:
         child.start(opts.import_timeout_s)
         for role, path in (("incumbent", incumbent), ("candidate", candidate)):
-            r, _ = child.request({"op": "import", "role": role, "path": str(path)}, opts.import_timeout_s)
+            r, _ = child.request({"op": "import", "role": role, "path": str(child.stage(path))}, opts.import_timeout_s)
             if not r.get("ok"):
                 raise ChildFailed("crashed", f"re-measure: {role} failed to import: {r.get('error')}")
         dt = getattr(torch, task.dtypes[0])
