@@ -206,14 +206,27 @@ class ChildProcess:
 
     def stage(self, path: Path) -> Path:
         """A copy of a file or folder where the child can read it (the sandbox hides /tmp and the
-        homes) but not change it. The parent keeps using the original."""
+        homes) but not change it. The parent keeps using the original. A file comes with the
+        modules next to it that it imports (a helper module beside a candidate)."""
         path = Path(path)
         dst = self.staged / f"{len(list(self.staged.iterdir()))}" / path.name
         if path.is_dir():
             shutil.copytree(path, dst, ignore=shutil.ignore_patterns("__pycache__", ".git"))
-        else:
-            dst.parent.mkdir(parents=True)
-            shutil.copyfile(path, dst)
+            return dst
+        dst.parent.mkdir(parents=True)
+        shutil.copyfile(path, dst)
+        todo, seen = [path], {path.name}
+        while todo:
+            for name in _local_imports(todo.pop()):
+                for sib in (path.parent / f"{name}.py", path.parent / name):
+                    if sib.name in seen or not sib.exists():
+                        continue
+                    seen.add(sib.name)
+                    if sib.is_dir():
+                        shutil.copytree(sib, dst.parent / sib.name, ignore=shutil.ignore_patterns("__pycache__"))
+                    else:
+                        shutil.copyfile(sib, dst.parent / sib.name)
+                        todo.append(sib)
         return dst
 
     def leftover_processes(self) -> list[str]:
@@ -361,6 +374,23 @@ class ChildProcess:
             except OSError:
                 pass
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _local_imports(path: Path) -> set[str]:
+    """Top-level module names a Python file imports (to stage the local ones with it)."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text())
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 _SPARES: dict[tuple, ChildProcess] = {}

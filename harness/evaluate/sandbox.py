@@ -188,3 +188,20 @@ def sweep(marker: str, exclude: set[int]) -> list[int]:
             except OSError:
                 pass
     return killed
+
+
+NO_SANDBOX_HELP = ("run candidate code without the OS sandbox (its own namespaces, read-only files, no "
+                   "network), with your privileges: only where the OS refuses it, knowingly")
+OFF_BANNER = "SANDBOX OFF: candidate code runs with your privileges, files and network (--no-sandbox)"
+
+
+def from_cli(no_sandbox: bool) -> str | None:
+    """Apply --no-sandbox for this process and the workers it starts; else check that the sandbox
+    works here. The problem in one line (the command exits 2 with it), or None."""
+    if no_sandbox:
+        os.environ[ENV_OFF] = "1"
+        return None
+    if disabled_by_user():
+        return None
+    works, why, _ = probe()
+    return None if works else f"cannot sandbox candidate code here: {why}"
