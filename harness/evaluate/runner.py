@@ -638,18 +638,9 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         mark("device")
         v["device"] = dev.get("name", v["device"])
         v["device_info"] = {k: dev[k] for k in dev if k != "ok"}
+        # The incumbent is never imported here: the timing stage runs it in a child of its own,
+        # which the candidate never shares (parent_clock.py).
         baseline: dict[str, float] = {}
-        if timing_ok:
-            # The incumbent is imported and timed first, alone: its time then can't have been
-            # slowed by anything the candidate does at import or call time.
-            r, _ = child.request({"op": "import", "role": "incumbent", "path": str(child.stage(incumbent))},
-                                 opts.import_timeout_s)
-            if not r.get("ok"):
-                run.notes.append(f"incumbent {incumbent} failed to import ({r.get('error')}); timing skipped")
-                timing_ok = False
-            else:
-                baseline = correctness.incumbent_baseline(child, task, shapes, dev, secret, opts)
-            mark("incumbent_alone")
         r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate))},
                              opts.import_timeout_s)
         if not r.get("ok"):
@@ -669,10 +660,10 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         if ok and timing_ok and not run.reasons:
             from harness.evaluate import timing_stage
 
-            timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
-                                    candidate, incumbent)
+            timed = timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
+                                            candidate, incumbent)
             mark("timing")
-            return True
+            return timed
         return False
     except ChildFailed as e:
         run.output = child.output()
