@@ -87,6 +87,7 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     res: dict[str, Any] = {r: {"wall_us": [], "child_us": [], "net_us": [], "per_call_us": [], "bad": 0,
                                "checked": 0, "errors": [], "observed": []} for r in roles}
     batch_no = [0]
+    warmed: set[str] = set()
 
     def run_batch(role: str, n: int, check: bool) -> dict | None:
         """Prepare, time (the other child frozen), fetch and check one batch. None if it crashed."""
@@ -95,7 +96,8 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         seeds = [seed_of(role, k, i) for i in range(max(n, 1))]
         ch, other = children[role], children[roles[1 - roles.index(role)]]
         r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
-                           "warmup": warmup if k < 2 else 0}, to)
+                           "warmup": 0 if role in warmed else warmup}, to)  # (compiles, autotunes)
+        warmed.add(role)
         if not r.get("ok"):
             res[role]["errors"].append(r.get("error"))
             return None
