@@ -7,6 +7,7 @@
 #   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py)
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
+#   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
 #   dispatch   bench/dispatch.py (per-bucket keeps exported as a dispatcher, against the default)
@@ -79,6 +80,9 @@ EOF
       timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
     redteam) L=$(limit 170) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
+    sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/sandbox_cost.py" --spawns "${SANDBOX_SPAWNS:-2}" --json "$OUT/sandbox_cost.json" \
+          2>&1 | tee "$OUT/sandbox_cost.txt" | tail -20 ;;
     timing) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }
