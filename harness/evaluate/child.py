@@ -5,6 +5,10 @@ scrubbed environment. Order matters: read the channel key, load the task's refer
 up the guards and take the identity snapshot, and only then import any candidate code. The child
 never decides correctness: it sends raw outputs and guard observations to the parent, which
 computes the reference itself (in a process the candidate never ran in).
+
+Everything in this process is within the candidate's reach (docs/threat-model.md): its guards are
+hints that name the blunt spellings. What decides is the OS sandbox around it (sandbox.py), the
+parent's clock (parent_clock.py) and the parent's comparison of the bytes it receives.
 """
 from __future__ import annotations
 
