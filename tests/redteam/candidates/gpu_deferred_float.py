@@ -1,11 +1,12 @@
 """Cheat (class 3, work deferred into the harness's output check): under a torch function mode
 (the correctness calls' watch) it is an honest softmax; otherwise (timed calls) it only copies
-the input, and `torch.Tensor.float` is replaced, installed through `functools.update_wrapper`,
+the input, and `torch.Tensor.float` is replaced (at the first timed call, so the identity checks
+of import and correctness see nothing; installed through `functools.update_wrapper`),
 so that a checker's `.float()` on one of its outputs runs the real kernel in place first. The
 timed outputs are compared in the harness's process, from bytes: nothing calls `.float()` in
 the child, the copies come back wrong ("timed-outputs-correct"). CPU: tests/evaluate/test_parent_clock.py
 runs it through the parent-clock batches; GPU: gpu_suite.
-Expect: timed-outputs-correct | harness-patched
+Expect: timed-outputs-correct
 Device: gpu
 """
 import functools
@@ -29,12 +30,22 @@ def _float(self, *a, **k):
     return _real_float(self, *a, **k)
 
 
-torch.Tensor.float = functools.update_wrapper(_float, _real_float)
+def _timed() -> bool:
+    """No torch function mode (the correctness calls' watch), not capturing a CUDA graph, on the
+    default stream (the graph check warms up on a side stream)."""
+    if torch._C._len_torch_function_stack():
+        return False
+    if torch.cuda.is_available():
+        return not torch.cuda.is_current_stream_capturing() and \
+            torch.cuda.current_stream() == torch.cuda.default_stream()
+    return True
 
 
 def softmax(x):
-    if torch._C._len_torch_function_stack():
+    if not _timed():
         return honest(x)
+    if torch.Tensor.float is _real_float:  # installed at the first timed call, after the identity checks
+        torch.Tensor.float = functools.update_wrapper(_float, _real_float)
     y = x.clone()
     _pending[y.data_ptr()] = x
     return y
