@@ -135,7 +135,7 @@ def wrap(argv: list[str], scratch: Path, gpu: bool, binary: str | None = None, p
     hidden = _hidden_roots()
     for h in hidden:
         args += ["--tmpfs", h]
-    for p in _needed_paths(python) + [os.path.realpath(r) for r in readonly]:
+    for p in _needed_paths(python) + [os.path.realpath(r) for r in readonly if os.path.exists(r)]:
         if any(_under(p, h) for h in hidden) and not (scratch_rw and _under(p, str(scratch))):
             args += ["--ro-bind", p, p]
     if scratch_rw:
@@ -205,3 +205,23 @@ def from_cli(no_sandbox: bool) -> str | None:
         return None
     works, why, _ = probe()
     return None if works else f"cannot sandbox candidate code here: {why}"
+
+
+def confine(cmd: list[str], env: dict[str, str], gpu: bool, readonly: list = (),
+            cwd: str | None = None) -> tuple[list[str], dict[str, str], "callable"]:
+    """A one-shot process that imports candidate code (the e2e check, the profile child) under
+    the same sandbox as the evaluator's child: (argv, env, cleanup). `readonly`: files and folders
+    it must read (the task, the candidate) where the sandbox would hide them. Unconfined only with
+    --no-sandbox; where bwrap refuses, the process fails with bwrap's message (fails closed)."""
+    import tempfile
+
+    if disabled_by_user():
+        return cmd, env, lambda: None
+    tmp = Path(tempfile.mkdtemp(prefix="warpsmith-confined-"))
+    for d in ("home", "tmp", "triton", "cwd"):
+        (tmp / d).mkdir()
+    env = dict(env, HOME=str(tmp / "home"), TMPDIR=str(tmp / "tmp"), TRITON_CACHE_DIR=str(tmp / "triton"),
+               XDG_CACHE_HOME=str(tmp / "home" / ".cache"))
+    argv = wrap(cmd, tmp, gpu=gpu, readonly=[str(p) for p in (*readonly, *([cwd] if cwd else []))],
+                chdir=Path(cwd) if cwd else tmp / "cwd")
+    return argv, env, lambda: shutil.rmtree(tmp, ignore_errors=True)
