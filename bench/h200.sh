@@ -86,10 +86,10 @@ EOF
     compare) L=$(limit 200) || { echo "== skip $s"; continue; }
       k=""; [ -f "$WS/softmax_best.py" ] && k="--kernel $WS/softmax_best.py"
       timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
-    redteam) L=$(limit 170) || { echo "== skip $s"; continue; }
+    redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/bench/sandbox_cost.py" --spawns "${SANDBOX_SPAWNS:-2}" --json "$OUT/sandbox_cost.json" \
+      timeout "$L" python3 "$REPO/bench/sandbox_cost.py" --spawns "${SANDBOX_SPAWNS:-2}" ${SANDBOX_SHAPES:+--shapes "$SANDBOX_SHAPES"} --json "$OUT/sandbox_cost.json" \
           2>&1 | tee "$OUT/sandbox_cost.txt" | tail -20 ;;
     timing) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
