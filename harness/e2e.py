@@ -282,12 +282,17 @@ def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float
     on_gpu = _default_device().startswith("cuda")
     cmd = [sys.executable, "-m", "harness.e2e", str(task.root), str(Path(candidate).resolve()),
            str(Path(incumbent).resolve()), json.dumps(kernel_speedup)]
+    from harness.evaluate.sandbox import confine
+
+    cwd = str(Path(__file__).resolve().parent.parent)
+    argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, candidate, incumbent], cwd)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=scrubbed_env(on_gpu=on_gpu),
-                           cwd=str(Path(__file__).resolve().parent.parent))
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
         return {"available": True, "accepted": False, "timing_available": False,
                 "reason": {"rule": "e2e-crash", "message": f"e2e workload timed out after {timeout_s:.0f}s"}}
+    finally:
+        cleanup()
     last = (r.stdout.strip().splitlines() or [""])[-1]
     try:
         return json.loads(last)

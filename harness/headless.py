@@ -87,6 +87,10 @@ class Printer:
                        f"decisions {e.decision_mode}")
             if e.packs:
                 self._line("  packs: " + ", ".join(f"{p['id']}@{p['version']}" for p in e.packs))
+            from harness.evaluate.sandbox import OFF_BANNER, disabled_by_user
+
+            if disabled_by_user():
+                self._line("  " + OFF_BANNER)
         elif isinstance(e, ev.IterationStarted):
             self._line(f"\n[{e.iteration}] proposing")
         elif isinstance(e, ev.Reasoning) and self.show_reasoning:
@@ -118,7 +122,7 @@ class Printer:
             status = "accepted" if v.get("accepted") else f"rejected at {v.get('stage')}"
             g = v.get("geomean_speedup")
             self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
-                       + _untimed_note(v))
+                       + _untimed_note(v) + (", not sandboxed" if v.get("sandbox") is False else ""))
             for r in v.get("reasons", [])[:8]:
                 self._line(f"    {r.get('rule')}: {r.get('message')}")
             for row in shape_table(v):

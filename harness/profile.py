@@ -331,11 +331,16 @@ def run_profile(task: Task, candidate: Path | None = None, timeout_s: float = 60
         on_gpu = False
     path = Path(candidate).resolve() if candidate else task.baseline_path
     cmd = [sys.executable, "-m", "harness.profile", "--child", str(task.root), str(path)]
+    from harness.evaluate.sandbox import confine
+
+    cwd = str(Path(__file__).resolve().parent.parent)
+    argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, path], cwd)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=scrubbed_env(on_gpu=on_gpu),
-                           cwd=str(Path(__file__).resolve().parent.parent))
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
         return {"error": f"profile timed out after {timeout_s:.0f}s"}
+    finally:
+        cleanup()
     try:
         return json.loads((r.stdout.strip().splitlines() or [""])[-1])
     except json.JSONDecodeError:

@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-time", action="store_true", help="skip timing even on a GPU")
     p.add_argument("--cpu", action="store_true", help="run in Triton's interpreter even if a GPU is present")
     p.add_argument("--samples", type=int, default=40, help="timed samples per side per shape (default 40)")
+    p.add_argument("--no-sandbox", action="store_true", help=__import__("harness.evaluate.sandbox", fromlist=["x"]).NO_SANDBOX_HELP)
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="limit for one call of the entry on one shape (default 600); a call that runs "
                         "longer is killed and the candidate rejected")
@@ -158,7 +159,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"warpsmith eval: --timeout {args.timeout:g}: must be a positive number of seconds", file=sys.stderr)
         return 2
     from harness.evaluate import EvalOptions, evaluate
+    from harness.evaluate.sandbox import from_cli
     from harness.tasks import TaskError, load_task
+
+    problem = from_cli(getattr(args, "no_sandbox", False))
+    if problem:
+        print(f"warpsmith eval: {problem}", file=sys.stderr)
+        return 2
 
     try:
         task = load_task(args.task)

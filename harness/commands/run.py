@@ -28,6 +28,7 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-usd", type=float, default=None, help="stop proposing once spent")
     p.add_argument("--no-mouse", action="store_true", help="TUI: leave the mouse to the terminal")
     p.add_argument("--quiet", action="store_true", help="headless: don't print the reasoning stream")
+    p.add_argument("--no-sandbox", action="store_true", help=__import__("harness.evaluate.sandbox", fromlist=["x"]).NO_SANDBOX_HELP)
     p.add_argument("--keep-buckets", choices=["off", "auto"], default="off",
                    help="auto: keep a candidate that loses overall for the task's [[buckets]] where it wins")
 
@@ -93,8 +94,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
+    from harness.evaluate.sandbox import from_cli
     from harness.wiring import RunConfig, make_agent, start_session
 
+    problem = from_cli(getattr(args, "no_sandbox", False))
+    if problem:
+        print(f"warpsmith: {problem}", file=sys.stderr)
+        return 2
     cfg = RunConfig.from_args(args)
     for check in (lambda: check_eval_backend(cfg.eval_backend), lambda: check_pack_ids(cfg),
                   lambda: check_pack_selection(task, cfg)):

@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="add these packs to the session's selection (journalled)")
     resume.add_argument("--no-packs", default=None, metavar="ID,...",
                         help="take these packs out of the session's selection, e.g. one that no longer loads")
+    resume.add_argument("--no-sandbox", action="store_true",
+                        help=__import__("harness.evaluate.sandbox", fromlist=["x"]).NO_SANDBOX_HELP)
     resume.set_defaults(func=cmd_resume)
     export = ssub.add_parser("export", help="write the session's best kernel to a file (a dispatcher when it has "
                                             "per-bucket keeps)")
@@ -80,8 +82,14 @@ def cmd_resume(args) -> int:
     from harness.tasks import TaskError, load_task
     from harness.wiring import RunConfig
 
+    from harness.evaluate.sandbox import from_cli
+
     s = _open(args.id)
     if s is None:
+        return 2
+    problem = from_cli(getattr(args, "no_sandbox", False))
+    if problem:
+        print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
     try:
         task = load_task(s.meta.task)

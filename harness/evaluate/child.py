@@ -5,6 +5,10 @@ scrubbed environment. Order matters: read the channel key, load the task's refer
 up the guards and take the identity snapshot, and only then import any candidate code. The child
 never decides correctness: it sends raw outputs and guard observations to the parent, which
 computes the reference itself (in a process the candidate never ran in).
+
+Everything in this process is within the candidate's reach (docs/threat-model.md): its guards are
+hints that name the blunt spellings. What decides is the OS sandbox around it (sandbox.py), the
+parent's clock (parent_clock.py) and the parent's comparison of the bytes it receives.
 """
 from __future__ import annotations
 
@@ -59,6 +63,8 @@ class Child:
         self.introspection = guards.IntrospectionWatch()
         self.introspection.install()
         self.previous_outputs: list[Any] = []  # the last correctness call's outputs (output-fresh)
+        self.batch_bufs: tuple[str, list] | None = None   # (role, one input set per call) for op_batch
+        self.batch_out: Any = None
 
     def _warm_up(self) -> None:
         """Start torch's own thread pools and CUDA context before counting threads."""
@@ -248,6 +254,70 @@ class Child:
         res.setdefault("observed", []).extend(self.introspected())
         return dict(res, ok=True), []
 
+    # -- batches timed by the parent's clock (harness/evaluate/parent_clock.py) ------------------
+    def op_prep(self, req: dict) -> tuple[dict, list]:
+        """Fresh inputs for the next batch, one set per call (made from the parent's seeds: the
+        parent can rebuild any of them), and `warmup` untimed calls. Outside the timed window."""
+        self.previous_outputs = []
+        self.batch_bufs = None
+        self.batch_out = None
+        try:
+            bufs = [self.inputs(req["dims"], int(s)) for s in req["seeds"]]
+            fn = self.entries[req["role"]]
+            for _ in range(int(req.get("warmup", 0))):
+                fn(*bufs[0])
+            self.sync()
+        except BaseException as e:  # noqa: BLE001
+            return error_reply("crashed", e), []
+        self.batch_bufs = (req["role"], bufs)
+        return {"ok": True}, []
+
+    def op_batch(self, req: dict) -> tuple[dict, list]:
+        """n back-to-back calls on the prepared inputs, then a device-wide sync. The parent's clock
+        around this request is what decides; the CUDA events (host clock on CPU) here are only a
+        cross-check. The output of call `check` is kept for `fetch`; no check runs in here."""
+        n, check = int(req["n"]), req.get("check")
+        role, bufs = self.batch_bufs if self.batch_bufs else (req.get("role"), [])
+        fn = self.entries.get(role) if n else None
+        kept = None
+        try:
+            self.sync()
+            if self.on_gpu:
+                start, end = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
+                start.record()
+            t0 = time.perf_counter()
+            for i in range(n):
+                out = fn(*bufs[i % len(bufs)])
+                if i == check:
+                    kept = out
+                del out
+            self.sync()
+            child_us = (time.perf_counter() - t0) * 1e6
+            event_us = None
+            if self.on_gpu:
+                end.record()
+                end.synchronize()
+                event_us = start.elapsed_time(end) * 1e3
+        except BaseException as e:  # noqa: BLE001
+            return error_reply("crashed", e), []
+        self.batch_out = kept
+        return {"ok": True, "n": n, "event_us": event_us, "child_us": child_us}, []
+
+    def op_fetch(self, req: dict) -> tuple[dict, list]:
+        """The kept output of the last batch, as bytes for the parent to compare, and what the
+        guards saw (outside the timed window: an identity snapshot takes milliseconds)."""
+        out, self.batch_out = self.batch_out, None
+        outs = list(out) if isinstance(out, (tuple, list)) else ([] if out is None else [out])
+        plain = [o for o in outs if type(o) is self.torch.Tensor]
+        observed = []
+        patched = self.patched()
+        if patched:
+            observed.append({"rule": "harness-patched", "message": "timed batches ran with replaced functions the "
+                                                                   "harness relies on: " + ", ".join(patched[:8])})
+        observed += self.introspected()
+        send = [o.detach() for o in plain] if len(plain) == len(outs) else []
+        return {"ok": True, "n_out": len(outs), "observed": observed}, send
+
     def op_device(self, req: dict) -> tuple[dict, list]:
         if not self.on_gpu:
             return {"ok": True, "name": "cpu (Triton interpreter)"}, []
@@ -331,7 +401,8 @@ def main(argv: list[str]) -> int:
         return 3
     startup["total_in_child"] = time.monotonic() - t0
     Endpoint.send(ep, {"ok": True, "pid": os.getpid(), "startup_s": {k: round(v, 3) for k, v in startup.items()}})
-    ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device}
+    ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device,
+           "prep": child.op_prep, "batch": child.op_batch, "fetch": child.op_fetch}
     while True:
         req, _ = Endpoint.recv(ep)  # (through the class, like send)
         op = req.get("op")

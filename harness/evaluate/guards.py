@@ -4,7 +4,8 @@ Everything here is set up *before* the candidate is imported, so the objects it 
 original functions, the thread list, the launch counter) predate anything the candidate could do.
 A candidate runs in the same process and could still reach them; the identity snapshot turns the
 blunt ways of doing that (reassigning a torch or harness function) into a rejection, and the parent
-recomputes every correctness verdict from raw outputs anyway.
+recomputes every correctness verdict from raw outputs anyway. These are hints, never the proof
+(docs/threat-model.md): what decides is produced or verified where the candidate can't reach.
 """
 from __future__ import annotations
 

@@ -82,7 +82,16 @@ class EvalOptions:
     # Start the next evaluation's child while this one runs (None: where there are cores to spare;
     # on 2 cores its imports would slow the interpreter running this evaluation).
     spare_child: bool | None = None
+    # The OS sandbox around the child (harness/evaluate/sandbox.py). Off only knowingly: --no-sandbox
+    # sets WARPSMITH_NO_SANDBOX=1, and the verdict then says "sandbox": false.
+    sandbox: bool = field(default_factory=lambda: not _sandbox_off())
     python: str = sys.executable
+
+
+def _sandbox_off() -> bool:
+    from harness.evaluate.sandbox import disabled_by_user
+
+    return disabled_by_user()
 
 
 class ChildFailed(Exception):
@@ -117,6 +126,14 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+def _tree_rss(pid: int) -> int:
+    """Resident memory of a process and everything under it (the sandbox's bwrap, the child, and
+    any process candidate code starts: a forked helper must not escape the memory cap)."""
+    from harness.evaluate.sandbox import descendants
+
+    return _rss_bytes(pid) + sum(_rss_bytes(p) for p in descendants(pid))
+
+
 def _default_mem_cap() -> float:
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -135,18 +152,34 @@ class ChildProcess:
         self.round_trip_s = 0.0
         self._rss_checked = 0.0
         self.on_gpu = on_gpu
+        self.sandboxed = bool(opts.sandbox)
+        # tmp/scratch: the only place the child may write (its cwd, HOME, TMPDIR, Triton cache: a
+        # cache of its own, so a candidate can't plant binaries that later evaluations load);
+        # tmp/in: the task and the files it imports, read-only to it; tmp/output.log: out of its reach.
         self.tmp = Path(tempfile.mkdtemp(prefix="warpsmith-eval-"))
-        self.cwd = self.tmp / "cwd"
-        self.cwd.mkdir()
+        self.scratch = self.tmp / "scratch"
+        self.cwd = self.scratch / "cwd"
+        self.staged = self.tmp / "in"
+        for d in (self.cwd, self.scratch / "home", self.scratch / "tmp", self.scratch / "triton", self.staged):
+            d.mkdir(parents=True)
         self.log_path = self.tmp / "output.log"
+        self.marker = "warpsmith-" + secrets.token_hex(8)  # finds its processes without the sandbox
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         widen_pipe(res_r)
         self.key = secrets.token_bytes(32)
+        env = scrubbed_env(on_gpu=on_gpu, home=str(self.scratch / "home"))
+        env.update(TMPDIR=str(self.scratch / "tmp"), TRITON_CACHE_DIR=str(self.scratch / "triton"),
+                   XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"), WARPSMITH_EVAL_MARK=self.marker)
+        argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w)]
+        if self.sandboxed:
+            from harness.evaluate.sandbox import wrap
+
+            argv = wrap(argv, self.scratch, gpu=on_gpu, python=opts.python, readonly=[str(self.staged)],
+                        chdir=self.cwd)
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w)],
-            cwd=self.cwd, env=scrubbed_env(on_gpu=on_gpu, home=str(self.cwd)), stdin=subprocess.DEVNULL,
+            argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, pass_fds=(req_r, res_w), start_new_session=True,
         )
         log.close()
@@ -158,6 +191,7 @@ class ChildProcess:
         self.peak_rss = 0
         self.mem_cap = int(_default_mem_cap())
         self.assigned = False
+        self.swept: list[int] = []
         os.write(req_w, self.key)
         if task is not None:
             self.assign(task, opts)
@@ -167,8 +201,56 @@ class ChildProcess:
         self.mem_cap = int((opts.mem_cap_gb * 2**30) if opts.mem_cap_gb else _default_mem_cap())
         # The child caps its own address space before importing anything of the candidate's (CPU
         # only: CUDA reserves huge virtual ranges); the RSS watchdog in _wait is the backstop.
-        self.ep.send({"task_root": str(task.root), "entry": task.entry, "dtype": task.dtypes[0],
+        self.ep.send({"task_root": str(self.stage(task.root)), "entry": task.entry, "dtype": task.dtypes[0],
                       "on_gpu": self.on_gpu, "rlimit_as": None if self.on_gpu else self.mem_cap + 8 * 2**30})
+
+    def stage(self, path: Path) -> Path:
+        """A copy of a file or folder where the child can read it (the sandbox hides /tmp and the
+        homes) but not change it. The parent keeps using the original. A file comes with the
+        modules next to it that it imports (a helper module beside a candidate)."""
+        path = Path(path)
+        dst = self.staged / f"{len(list(self.staged.iterdir()))}" / path.name
+        if path.is_dir():
+            shutil.copytree(path, dst, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+            return dst
+        dst.parent.mkdir(parents=True)
+        shutil.copyfile(path, dst)
+        todo, seen = [path], {path.name}
+        while todo:
+            for name in _local_imports(todo.pop()):
+                for sib in (path.parent / f"{name}.py", path.parent / name):
+                    if sib.name in seen or not sib.exists():
+                        continue
+                    seen.add(sib.name)
+                    if sib.is_dir():
+                        shutil.copytree(sib, dst.parent / sib.name, ignore=shutil.ignore_patterns("__pycache__"))
+                    else:
+                        shutil.copyfile(sib, dst.parent / sib.name)
+                        todo.append(sib)
+        return dst
+
+    def leftover_processes(self) -> list[str]:
+        """Processes of this child still running besides the child itself (candidate code that
+        started one and left it behind), as 'pid name' strings."""
+        from harness.evaluate.sandbox import descendants
+
+        if self.proc.poll() is not None:
+            return []
+        out = []
+        for pid in descendants(self.proc.pid):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:][:1]
+            if state == "Z" or name == "bwrap":
+                continue
+            out.append((pid, name))
+        # The child itself: the first non-bwrap process under the sandbox, or none without it.
+        if self.sandboxed and out:
+            out = out[1:]
+        return [f"{pid} {name}" for pid, name in out]
 
     @classmethod
     def for_task(cls, task: Task, on_gpu: bool, opts: EvalOptions) -> "ChildProcess":
@@ -178,7 +260,7 @@ class ChildProcess:
         Why: importing torch, triton and torch's dispatch modes took 8-10 s of every evaluation on
         the H200; a spare pays that while the loop is busy elsewhere. Every candidate still gets a
         process of its own that no candidate code has run in (a spare runs only harness code)."""
-        key = _spare_key(on_gpu, opts.python)
+        key = _spare_key(on_gpu, opts.python, bool(opts.sandbox))
         with _SPARES_LOCK:  # evaluations may run in threads (the red-team suite, pool workers)
             child = _SPARES.pop(key, None)
             if child is not None and child.proc.poll() is not None:
@@ -209,7 +291,7 @@ class ChildProcess:
                     return
                 continue
             self._rss_checked = now
-            rss = _rss_bytes(self.proc.pid)
+            rss = _tree_rss(self.proc.pid)
             self.peak_rss = max(self.peak_rss, rss)
             if rss > self.mem_cap:
                 self.kill()
@@ -257,13 +339,21 @@ class ChildProcess:
             text = text[:OUTPUT_HEAD] + f"\n[... {cut} characters cut ...]\n" + text[-OUTPUT_TAIL:]
         return text
 
-    def kill(self) -> None:
+    def kill(self) -> list[int]:
+        """Kill the child and everything it started. Sandboxed: the pid namespace's init dies with
+        bwrap, and the kernel kills every process in it. Without the sandbox: its process group,
+        then a sweep for processes carrying its marker (a hint: setsid/pty.fork leave the group)."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # the child's own session: its helpers too
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
             self.proc.wait()
+        if not self.sandboxed:
+            from harness.evaluate.sandbox import sweep
+
+            return sweep(self.marker, exclude=set())
+        return []
 
     def close(self) -> None:
         if self.proc.poll() is None and self.assigned:  # (a spare has no job to say goodbye to)
@@ -277,7 +367,7 @@ class ChildProcess:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-        self.kill()
+        self.swept = self.kill()
         for fd in (self.ep.rfd, self.ep.wfd):
             try:
                 os.close(fd)
@@ -286,14 +376,31 @@ class ChildProcess:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def _local_imports(path: Path) -> set[str]:
+    """Top-level module names a Python file imports (to stage the local ones with it)."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text())
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
 _SPARES: dict[tuple, ChildProcess] = {}
 _SPARES_LOCK = threading.Lock()
 
 
-def _spare_key(on_gpu: bool, python: str) -> tuple:
+def _spare_key(on_gpu: bool, python: str, sandbox: bool = True) -> tuple:
     env = scrubbed_env(on_gpu=on_gpu)
     env.pop("HOME", None)  # each child's own scratch dir
-    return (python, on_gpu, tuple(sorted(env.items())))
+    return (python, on_gpu, sandbox, tuple(sorted(env.items())))
 
 
 @atexit.register
@@ -394,8 +501,19 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         "candidate_sha256": hashlib.sha256(source.encode()).hexdigest(),
         "device": "cpu (Triton interpreter)", "timing_available": False, "shapes": run.shapes,
         "geomean_speedup": None, "noise_band_pct": None, "recommendation": None, "wall_s": 0.0,
-        "violations": [], "notes": run.notes, "output": "",
+        "violations": [], "notes": run.notes, "output": "", "sandbox": bool(opts.sandbox),
     }
+    if opts.sandbox:
+        from harness.evaluate import sandbox
+
+        works, why, _ = sandbox.probe()
+        if not works:
+            # Fail closed: candidate code never runs unconfined unless someone said so.
+            run.reject("import", "sandbox-unavailable", why)
+            return _finish(v, run, t0, timing_available=False)
+    else:
+        run.notes.append("sandbox off (--no-sandbox): candidate code ran with this user's privileges, files "
+                         "and network")
 
     if opts.static:
         violations, why = run_static(task, source, opts.extra_rules)
@@ -520,18 +638,11 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         mark("device")
         v["device"] = dev.get("name", v["device"])
         v["device_info"] = {k: dev[k] for k in dev if k != "ok"}
+        # The incumbent is never imported here: the timing stage runs it in a child of its own,
+        # which the candidate never shares (parent_clock.py).
         baseline: dict[str, float] = {}
-        if timing_ok:
-            # The incumbent is imported and timed first, alone: its time then can't have been
-            # slowed by anything the candidate does at import or call time.
-            r, _ = child.request({"op": "import", "role": "incumbent", "path": str(incumbent)}, opts.import_timeout_s)
-            if not r.get("ok"):
-                run.notes.append(f"incumbent {incumbent} failed to import ({r.get('error')}); timing skipped")
-                timing_ok = False
-            else:
-                baseline = correctness.incumbent_baseline(child, task, shapes, dev, secret, opts)
-            mark("incumbent_alone")
-        r, _ = child.request({"op": "import", "role": "candidate", "path": str(candidate)}, opts.import_timeout_s)
+        r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate))},
+                             opts.import_timeout_s)
         if not r.get("ok"):
             run.output = child.output()
             detail = f" ({r['detail']})" if r.get("detail") not in (None, "exception") else ""
@@ -549,10 +660,10 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         if ok and timing_ok and not run.reasons:
             from harness.evaluate import timing_stage
 
-            timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
-                                    candidate, incumbent)
+            timed = timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
+                                            candidate, incumbent)
             mark("timing")
-            return True
+            return timed
         return False
     except ChildFailed as e:
         run.output = child.output()
@@ -562,6 +673,14 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
     finally:
         # Overlaps the phases: of the round trips' wall time, how much the child was working.
         v["child_s"] = {"busy": round(child.busy_s, 3), "round_trips": round(child.round_trip_s, 3)}
+        left = child.leftover_processes()
+        if left:
+            run.reject(run.stage if run.stage != "done" else "guard", "no-surviving-processes",
+                       f"candidate code left {len(left)} process(es) running at the end of the evaluation "
+                       f"({', '.join(left[:4])}); they were killed")
         if not run.output and run.reasons:
             run.output = child.output()
         child.close()
+        if child.swept:
+            run.reject(run.stage if run.stage != "done" else "guard", "no-surviving-processes",
+                       f"{len(child.swept)} process(es) started by candidate code outlived the child; killed")

@@ -1,4 +1,7 @@
-"""The timing stage, parent side (GPU only): ask the child for interleaved samples, then judge them.
+"""The timing stage, parent side (GPU only). The decision path is run_timing: parent-clock batches
+(harness/evaluate/parent_clock.py) with the incumbent in a child of its own. judge_shape/time_pair
+judge the child-reported interleaved samples of harness/evaluate/timing.py (bench/timing_trust.py's
+spread and detection runs, and their tests); nothing decides on them any more.
 
 Checks that turn a timing into a rejection (stage "timing"):
   timed-outputs-correct  an output of a timed call (candidate or incumbent) was wrong
@@ -114,20 +117,23 @@ def judge_shape(run: "_Run", entry: dict, r: dict, parent_wall_s: float, floor: 
 
 def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
                dev: dict, baseline: dict[str, float], opts: "EvalOptions", secret: int, candidate: Any,
-               incumbent: Any) -> None:
-    import torch
+               incumbent: Any) -> bool:
+    """Parent-clock timing (harness/evaluate/parent_clock.py): the candidate's child from the
+    correctness stage against an incumbent child the candidate never shared. False when there
+    was no timing (the incumbent itself is broken: not the candidate's fault, said in a note)."""
+    from harness.evaluate.runner import ChildFailed, derive_seed
 
-    from harness.evaluate.runner import derive_seed
-
-    dt = getattr(torch, task.dtypes[0])
-    by_name = {e["name"]: e for e in run.shapes}
-    for shape in shapes:
-        r, wall = time_pair(child, task, ref_mod, shape, dev, opts,
-                            lambda *p, s=shape: derive_seed(secret, s.name, *p))
-        bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
-        judge_shape(run, by_name[shape.name], r, wall, _floor_us(ref_mod, task, shape, dev),
-                    baseline.get(shape.name), dev, bm)
+    try:
+        _time_shapes(run, child, task, ref_mod, shapes, dev, opts, incumbent,
+                     lambda s: (lambda *p: derive_seed(secret, s.name, "t", *p)))
+    except IncumbentBroken as e:
+        run.notes.append(f"incumbent {incumbent} failed to import ({e}); timing skipped")
+        return False
+    except ChildFailed as e:
+        run.reject("timing", e.rule, f"timing failed: {e.message}")
+        return True
     _summarise(v, run, shapes)
+    v["timing_clock"] = "parent"
     big = (v["geomean_speedup"] or 0) > vd.BIG_WIN or any((e.get("speedup") or 0) > vd.BIG_WIN for e in run.shapes)
     # Every would-be keep is confirmed by a second, independent measurement: one run's band is a
     # 99% interval, so one candidate in a few hundred that is no faster would otherwise be kept.
@@ -135,6 +141,54 @@ def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod:
         and (v["geomean_speedup"] - 1) * 100 > v["noise_band_pct"]
     if (big or would_keep) and opts.remeasure_big_wins and not run.reasons:
         _remeasure(run, v, task, ref_mod, shapes, dev, opts, secret, candidate, incumbent)
+    return True
+
+
+class IncumbentBroken(Exception):
+    pass
+
+
+def _output_checker(task: Task, ref_mod: ModuleType, shape: Shape) -> Any:
+    """Compares a timed output, received as bytes, with the reference computed here."""
+    from harness.evaluate.correctness import _as_out, _make
+    from harness.tasks import compare
+
+    def check(tensors: list, n_out: int, seed: int) -> str | None:
+        xs, exp = _make(ref_mod, task, shape, seed, True)
+        return compare(task, ref_mod, _as_out(tensors, n_out), exp, tuple(xs), task.dtypes[0])
+
+    return check
+
+
+def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
+                 dev: dict, opts: "EvalOptions", incumbent: Any, seeds_for: Any) -> None:
+    import torch
+
+    from harness.evaluate import parent_clock
+    from harness.evaluate.runner import ChildFailed, ChildProcess
+
+    inc_child = ChildProcess.for_task(task, True, opts)
+    try:
+        hello = inc_child.start(opts.import_timeout_s)
+        if not hello.get("ok"):
+            raise ChildFailed("setup-failed", f"the incumbent's child: {hello.get('error')}")
+        r, _ = inc_child.request({"op": "import", "role": "incumbent", "path": str(inc_child.stage(incumbent))},
+                                 opts.import_timeout_s)
+        if not r.get("ok"):
+            raise IncumbentBroken(r.get("error"))
+        dt = getattr(torch, task.dtypes[0])
+        by_name = {e["name"]: e for e in run.shapes}
+        for shape in shapes:
+            m = parent_clock.measure({"incumbent": inc_child, "candidate": cand_child}, task, ref_mod, shape, opts,
+                                     seeds_for(shape), _output_checker(task, ref_mod, shape),
+                                     input_bytes(ref_mod, task, shape))
+            bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
+            entry = by_name[shape.name]
+            if entry.get("speedup") is not None:
+                entry["first_speedup"] = entry["speedup"]
+            parent_clock.judge(run, entry, m, _floor_us(ref_mod, task, shape, dev), dev, bm)
+    finally:
+        inc_child.close()
 
 
 def _summarise(v: dict, run: "_Run", shapes: list[Shape]) -> None:
@@ -150,32 +204,25 @@ def _summarise(v: dict, run: "_Run", shapes: list[Shape]) -> None:
 
 def _remeasure(run: "_Run", v: dict, task: Task, ref_mod: ModuleType, shapes: list[Shape], dev: dict,
                opts: "EvalOptions", secret: int, candidate: Any, incumbent: Any) -> None:
-    """A big win counts only if a fresh process, fresh seeds and fresh inputs show it again."""
-    import torch
-
+    """A big win counts only if two fresh processes, fresh seeds and fresh inputs show it again,
+    timed the same way (the parent's clock, the incumbent in a process of its own)."""
     from harness.evaluate.runner import ChildFailed, ChildProcess, derive_seed
 
     first = v["geomean_speedup"]
     child = ChildProcess.for_task(task, True, opts)
     try:
         child.start(opts.import_timeout_s)
-        for role, path in (("incumbent", incumbent), ("candidate", candidate)):
-            r, _ = child.request({"op": "import", "role": role, "path": str(path)}, opts.import_timeout_s)
-            if not r.get("ok"):
-                raise ChildFailed("crashed", f"re-measure: {role} failed to import: {r.get('error')}")
-        dt = getattr(torch, task.dtypes[0])
-        by_name = {e["name"]: e for e in run.shapes}
-        for shape in shapes:
-            r, wall = time_pair(child, task, ref_mod, shape, dev, opts,
-                                lambda *p, s=shape: derive_seed(secret, "remeasure", s.name, *p))
-            bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
-            entry = by_name[shape.name]
-            entry["first_speedup"] = entry.get("speedup")
-            judge_shape(run, entry, r, wall, _floor_us(ref_mod, task, shape, dev), None, dev, bm)
+        r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate))},
+                             opts.import_timeout_s)
+        if not r.get("ok"):
+            raise ChildFailed("crashed", f"re-measure: the candidate failed to import: {r.get('error')}")
+        _time_shapes(run, child, task, ref_mod, shapes, dev, opts, incumbent,
+                     lambda s: (lambda *p: derive_seed(secret, "remeasure", s.name, *p)))
         _summarise(v, run, shapes)
-        run.notes.append(f"a win ({first}x) was re-measured in a fresh process: {v['geomean_speedup']}x; "
+        run.notes.append(f"a win ({first}x) was re-measured in fresh processes: {v['geomean_speedup']}x; "
                          "the re-measured figures are the ones reported and decided on")
-    except ChildFailed as e:
-        run.reject("timing", e.rule, f"re-measuring a big win in a fresh process failed: {e.message}")
+    except (ChildFailed, IncumbentBroken) as e:
+        run.reject("timing", getattr(e, "rule", "crashed"),
+                   f"re-measuring a big win in a fresh process failed: {getattr(e, 'message', e)}")
     finally:
         child.close()

@@ -29,7 +29,12 @@ from harness.tasks import load_task  # noqa: E402
 
 ALSO_ON_GPU = {"half_rows_stale", "scratch_uninit", "decoy_kernel", "forged_fd", "leftover_thread",
                "tensor_subclass", "inplace_alias", "os_exit", "torch_fallback", "patch_timer", "write_task_files",
-               "hidden_triton_op_torch"}
+               # the sandbox on the GPU box (device nodes bound, its own Triton cache)
+               "survivor_pty", "survivor_double_fork", "escape_writes", "credential_files", "network_exfil",
+               "harness_source_rewrite", "hidden_triton_op_torch"}
+# Timing-sensitive: run one at a time after the rest.
+ALONE = {"gpu_slow_incumbent", "gpu_slow_incumbent_modules", "gpu_call_count", "gpu_ptr_cache", "gpu_forged_figures",
+         "gpu_incumbent_sabotage", "gpu_background_spin"}
 OPTIONS = {"hang": {"run_timeout_s": 20}, "host_oom": {"mem_cap_gb": 4.0, "run_timeout_s": 120}}
 
 
@@ -71,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             problem = "canary credential leaked into the verdict"
         failures += problem is not None
         got = "accepted" if v["accepted"] else ",".join(sorted({r["rule"] for r in v["reasons"]}))
-        print(f"{c.name:24} {', '.join(c.expect)[:40]:40} {got[:52]:52} {wall:5.1f}  {'PASS' if not problem else 'FAIL'}",
+        rec = (v.get("recommendation") or {}).get("action", "-")
+        print(f"{c.name:26} {', '.join(c.expect)[:40]:40} {got[:52]:52} {rec:6} {wall:5.1f}  {'PASS' if not problem else 'FAIL'}",
               flush=True)
         if problem:
             print(f"    {problem}")
@@ -86,12 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps(rows, indent=1, default=str))
 
     # Timing-sensitive cheats run alone afterwards: parallel neighbours would blur their timing.
-    alone = [c for c in cheats if c.name in ("gpu_slow_incumbent", "gpu_slow_incumbent_modules", "gpu_call_count", "gpu_ptr_cache")
-             or c.expect == ["accepted"]]
+    alone = [c for c in cheats if c.name in ALONE or c.expect == ["accepted"]]
     together = [c for c in cheats if c not in alone]
     print(f"{len(cheats)} candidates on {args.shape!r}: {len(together)} {args.workers} at a time, then "
           f"{len(alone)} alone", flush=True)
-    print(f"{'candidate':24} {'expected':40} {'verdict':52} {'s':>5}  ok", flush=True)
+    print(f"{'candidate':26} {'expected':40} {'verdict':52} {'rec':6} {'s':>5}  ok", flush=True)
     with ThreadPoolExecutor(args.workers) as pool:
         for fut in as_completed([pool.submit(one, c) for c in together]):
             report(*fut.result())

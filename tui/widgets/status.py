@@ -57,6 +57,10 @@ def _build(state: RunState, level: dict[str, int]) -> Text:
     t.append(badge, style="bold black on yellow" if state.mode == "auto" else "bold white on blue")
     if state.paused:
         t.append(" PAUSED ", style="bold black on magenta")
+    from harness.evaluate.sandbox import disabled_by_user
+
+    if disabled_by_user():  # --no-sandbox: candidate code runs with the person's privileges
+        t.append(" NO SANDBOX ", style="bold white on red")
     t.append(f" {state.phase} " if level["phase"] == 0 else " ", style="italic")
     t.append("│ ", style="dim")
     t.append(state.task or "-", style="bold")

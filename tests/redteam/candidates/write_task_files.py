@@ -1,7 +1,8 @@
 """Cheat: rewrites the task's reference so that whatever it returns is "right" next time
 (catalog C25: editing the harness). The parent checks task-file hashes after every run and
-restores them.
-Expect: task-files-unchanged
+restores them; under the sandbox the child sees only a read-only copy of the task, so the write
+fails and the call crashes.
+Expect: task-files-unchanged | crashed
 Device: cpu
 """
 import os

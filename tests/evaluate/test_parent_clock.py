@@ -1,0 +1,128 @@
+"""Timing the candidate can't forge: the figures that decide come from the parent's clock, the
+child's own figure is only a cross-check, timed outputs are compared in the parent from bytes,
+and the incumbent runs in a child of its own. The judge on plain numbers, then the real batches
+with two children in Triton's interpreter (CPU: the times mean nothing there, the plumbing and the
+rejections do)."""
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.evaluate import parent_clock
+from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+from harness.evaluate.timing_stage import _output_checker
+from harness.tasks import load_task
+
+CANDIDATES = Path(__file__).resolve().parents[1] / "redteam" / "candidates"
+
+
+def noisy(mu: float, n: int, sigma: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [mu * math.exp(rng.gauss(0, sigma)) for _ in range(n)]
+
+
+def _m(inc_per_call, cand_per_call, n=10, child_scale=(1.0, 1.0), bad=(0, 0), alone=None):
+    def role(per_call, scale, bad):
+        net = [x * n for x in per_call]
+        return {"per_call_us": per_call, "net_us": net, "wall_us": [x + 80 for x in net],
+                "child_us": [x * scale for x in net], "bad": bad, "checked": 10,
+                "errors": ["output: 5 elements differ"] if bad else [], "observed": []}
+
+    return {"roles": {"incumbent": role(inc_per_call, child_scale[0], bad[0]),
+                      "candidate": role(cand_per_call, child_scale[1], bad[1])},
+            "n": n, "overhead_us": 80.0, "incumbent_alone_us": alone}
+
+
+@pytest.fixture
+def judged():
+    task = load_task("softmax")
+
+    def judge(m, floor=(None, "")):
+        run = _Run(task, task.baseline_path)
+        entry = {"name": "s", "roofline_pct": None}
+        parent_clock.judge(run, entry, m, floor, {"copy_bw_Bps": 4e12}, 4e8)
+        return {r["rule"] for r in run.reasons}, entry
+
+    return judge
+
+
+def test_the_decision_is_the_parents_figure_whatever_the_child_reports(judged):
+    inc, cand = noisy(120, 40, 0.01, 1), noisy(100, 40, 0.01, 2)
+    rules, honest = judged(_m(inc, cand))
+    assert rules == set() and honest["speedup"] == pytest.approx(1.2, rel=0.03) and honest["clock"] == "parent"
+    # The candidate's child claims its batches took 40% less: rejected, and the figures are unchanged.
+    rules, forged = judged(_m(inc, cand, child_scale=(1.0, 0.6)))
+    assert "timer-disagrees" in rules and forged["speedup"] == honest["speedup"]
+    # A child that claims more time than the parent saw pass is no better.
+    assert "timer-disagrees" in judged(_m(inc, cand, child_scale=(1.0, 1.5)))[0]
+    # Small honest differences (sync latency, jitter) are not a disagreement.
+    assert "timer-disagrees" not in judged(_m(inc, cand, child_scale=(0.97, 1.03)))[0]
+
+
+def test_wrong_timed_outputs_slowed_incumbent_and_impossible_times_are_rejected(judged):
+    inc, cand = noisy(120, 40, 0.01, 1), noisy(100, 40, 0.01, 2)
+    assert "timed-outputs-correct" in judged(_m(inc, cand, bad=(0, 2)))[0]
+    assert "incumbent-slowed" in judged(_m(inc, cand, alone=100.0))[0]
+    assert "incumbent-slowed" not in judged(_m(inc, cand, alone=118.0))[0]
+    assert "impossible-time" in judged(_m(inc, cand), floor=(150.0, "bytes / copy bandwidth"))[0]
+
+
+def test_batch_size_aims_at_a_few_milliseconds_within_memory():
+    assert parent_clock.calls_per_batch(20.0, 32 * 2**20) == 100
+    assert parent_clock.calls_per_batch(20.0, 256 * 2**20) == 16  # 4 GiB of inputs at most
+    assert parent_clock.calls_per_batch(5000.0, 1024) == 1
+
+
+@pytest.fixture(scope="module")
+def children():
+    """An incumbent child and a candidate child per candidate file, in the interpreter."""
+    task = load_task("softmax")
+    opts = EvalOptions(on_gpu=False, spare_child=False, run_timeout_s=120)
+    made = []
+
+    def make(role: str, path: Path) -> ChildProcess:
+        c = ChildProcess(task, False, opts)
+        made.append(c)
+        assert c.start(120).get("ok")
+        r, _ = c.request({"op": "import", "role": role, "path": str(c.stage(path))}, 120)
+        assert r.get("ok"), r
+        return c
+
+    yield task, opts, make
+    for c in made:
+        c.close()
+
+
+def _measure(children, candidate: str):
+    task, opts, make = children
+    shape = next(s for s in task.interpreter_shapes if s.name == "odd rows")
+    pair = {"incumbent": make("incumbent", task.baseline_path), "candidate": make("candidate", CANDIDATES / candidate)}
+    ref = task.load_reference()
+    m = parent_clock.measure(pair, task, ref, shape, opts, lambda *p: hash(("seed",) + p) & 0xFFFFFFF,
+                             _output_checker(task, ref, shape), 1 << 20, samples=3, warmup=0)
+    run = _Run(task, task.baseline_path)
+    parent_clock.judge(run, {"name": shape.name, "roofline_pct": None}, m, (None, ""), {}, None)
+    return m, {r["rule"] for r in run.reasons}
+
+
+def test_real_batches_of_an_honest_pair_are_checked_in_the_parent_and_agree(children):
+    m, rules = _measure(children, "_honest.py")
+    cand = m["roles"]["candidate"]
+    assert cand["checked"] >= 2 and cand["bad"] == 0 and len(cand["per_call_us"]) == 3
+    assert "timed-outputs-correct" not in rules and "crashed" not in rules and "timer-disagrees" not in rules
+
+
+def test_work_deferred_into_the_check_comes_back_wrong(children):
+    # Correct under the correctness stage's watch, a copy in timed batches, its patched
+    # Tensor.float never called: the bytes the parent compares are the copy.
+    m, rules = _measure(children, "gpu_deferred_float.py")
+    assert m["roles"]["candidate"]["bad"] >= 1 and "timed-outputs-correct" in rules
+
+
+def test_figures_forged_inside_the_child_disagree_with_the_parents_clock(children):
+    m, rules = _measure(children, "gpu_forged_figures.py")
+    assert "timer-disagrees" in rules
+    assert "harness-patched" in rules  # (the hint fires too; the parent's clock is what holds)
