@@ -562,7 +562,7 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("task")
     ap.add_argument("candidate", nargs="?")
     ap.add_argument("--pack", default="")
-    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("-o", "--output", required=True, help="a file, or - for one JSON line on stdout")
     a = ap.parse_args(argv)
     try:
         ceilings = pack_ceilings(discover().get(a.pack))[0] if a.pack else None
@@ -571,7 +571,10 @@ def _main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - reported to the parent in one line
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    p.save(Path(a.output))
+    if a.output == "-":
+        print(json.dumps(p.to_json()))
+    else:
+        p.save(Path(a.output))
     return 0
 
 

@@ -7,12 +7,12 @@ reopening the screen is instant; `r` measures again.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from rich.text import Text
 from textual import on, work
@@ -47,22 +47,33 @@ class ProfileMeasured(Message):
 Runner = Callable[[], StepProfile]
 
 
-def subprocess_runner(task_name: str, candidate: Path, pack: str, label: str) -> Runner:
-    """The real measurement: `python -m harness.step_profile` in a child process."""
+def subprocess_runner(task: Any, candidate: Path, pack: str, label: str) -> Runner:
+    """The real measurement: `python -m harness.step_profile` in a child process, under the same
+    sandbox as the evaluator's children (the incumbent is agent-written code), with the evaluator's
+    scrubbed environment; the profile comes back on its stdout."""
 
     def run() -> StepProfile:
-        with tempfile.TemporaryDirectory(prefix="warpsmith-step-") as tmp:
-            out = Path(tmp) / "profile.json"
-            cmd = [sys.executable, "-m", "harness.step_profile", task_name, str(candidate), "-o", str(out)]
-            if pack:
-                cmd += ["--pack", pack]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
-            if r.returncode != 0 or not out.is_file():
-                last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
-                raise RuntimeError(last[:300])
-            p = StepProfile.load(out)
-            p.candidate = label
-            return p
+        import torch
+
+        from harness.evaluate.runner import scrubbed_env
+        from harness.evaluate.sandbox import confine
+
+        gpu = torch.cuda.is_available()
+        repo = str(Path(__file__).resolve().parent.parent.parent)
+        cmd = [sys.executable, "-m", "harness.step_profile", str(task.root), str(candidate), "-o", "-"]
+        if pack:
+            cmd += ["--pack", pack]
+        argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=gpu), gpu, [task.root, Path(candidate)], repo)
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, env=env, cwd=repo)
+        finally:
+            cleanup()
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+            raise RuntimeError(last[:300])
+        p = StepProfile.from_json(json.loads((r.stdout.strip().splitlines() or ["{}"])[-1]))
+        p.candidate = label
+        return p
 
     return run
 

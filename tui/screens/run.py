@@ -231,7 +231,7 @@ class RunScreen(Screen[None]):
             return
         src, label = app.profile_target()
         pack = next((p for p in app.state.packs if app.is_hardware_pack(p)), "")
-        runner = subprocess_runner(app.task_.name, src, pack, label)
+        runner = subprocess_runner(app.task_, src, pack, label)
 
         def finished(ideas: list[str] | None, pick: ProfilePick) -> None:
             if ideas is None:
