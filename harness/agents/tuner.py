@@ -66,6 +66,8 @@ class BucketView:
     min_pct: float | None = None
     counted: int = 0  # shapes with a roofline time >= MIN_ROOFLINE_US
 
+    absent: bool = False  # measured shapes exist, none of them in this bucket (e.g. the interpreter's)
+
     @property
     def done(self) -> bool:
         return self.counted > 0 and self.min_pct is not None and self.min_pct >= DONE_PCT
@@ -137,7 +139,9 @@ class TunerAgent:
 
     def _status(self, tries: list[Try], specs: dict) -> None:
         bw = (specs.get("measured_copy_tb_s") or specs.get("hbm_tb_s") or 0) * 1e6  # bytes per us
+        shaped = [t for t in tries if t.shapes]
         for b in self._views:
+            b.absent = bool(shaped) and not any(self._in(b, t) for t in shaped)
             for t in tries:
                 mine = self._in(b, t)
                 if not t.ok or not mine or any(s.get("candidate_us") is None or not s.get("correct", True)
@@ -240,6 +244,9 @@ class TunerAgent:
             last = tries[-1]
             text.append(f"Last try: {_short(last.variant)} {_label(last.config)} ended {last.outcome}. ")
         for b in self._views:
+            if b.absent:
+                text.append(f"Bucket {b.name}: no shape of it is run on this machine. ")
+                continue
             if b.best is None:
                 text.append(f"Bucket {b.name}: nothing timed yet. ")
                 continue
@@ -256,7 +263,7 @@ class TunerAgent:
                         "press m to switch to an LLM agent that reads free text. ")
         yield ReasoningChunk("".join(text))
 
-        if all(b.done for b in self._views):
+        if all(b.done or b.absent for b in self._views) and any(b.done for b in self._views):
             yield Exhausted("tuner: every bucket is within 10% of its roofline")
             return
         if left == 0:
@@ -275,7 +282,7 @@ class TunerAgent:
                 choice, why = (s.variant, d), "its own defaults, a first look at this variant"
                 break
         if choice is None:
-            live = [b for b in self._views if not b.done]
+            live = [b for b in self._views if not b.done and not b.absent]
             timed = [b for b in live if b.pct is not None]
             if timed:
                 bucket = min(timed, key=lambda b: b.pct)
