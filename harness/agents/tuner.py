@@ -230,6 +230,9 @@ class TunerAgent:
         left = sum(len(v) for v in pool.values())
 
         self._status(tries, specs)
+        studies = self._study(ctx, spaces)
+        if studies is not None:  # every try is in every bucket's study, the first ones included
+            studies.sync(spaces, tries, self._bucket_value(tries))
         # -- say where it stands --------------------------------------------------------------
         text = []
         desc = "; ".join(f"{_short(s.variant)} ({len(grids[s.variant])} configuration"
@@ -263,6 +266,15 @@ class TunerAgent:
                         "press m to switch to an LLM agent that reads free text. ")
         yield ReasoningChunk("".join(text))
 
+        measured = [t for t in tries if t.shapes]
+        if len(measured) >= len(spaces) and not any(x.get("candidate_us") is not None
+                                                    for t in measured for x in t.shapes):
+            # Without a GPU nothing is timed: every variant checked on the interpreter's shapes and
+            # one configuration of the search is all a run can learn there.
+            yield Exhausted(f"tuner: nothing is timed on this machine; {len(tries)} configurations across "
+                            f"{len({t.variant for t in tries})} variants were checked correct, the search "
+                            "needs a GPU to go further")
+            return
         if all(b.done or b.absent for b in self._views) and any(b.done for b in self._views):
             yield Exhausted("tuner: every bucket is within 10% of its roofline")
             return
@@ -309,8 +321,6 @@ class TunerAgent:
         if preferred is not flat and preferred:
             return preferred[0], "the direction you asked for"
         studies = self._study(ctx, spaces)
-        if studies is not None:
-            studies.sync(spaces, tries, self._bucket_value(tries))
         climb = self._climb(spaces, bucket, keys)
         # Few timed points: TPE would sample at random (its start-up phase); a step from the best
         # is worth more. Nothing timed at all (no GPU): TPE's random draws are as good as any order.

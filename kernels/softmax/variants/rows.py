@@ -36,7 +36,8 @@ def _softmax_rows(x_ptr, y_ptr, n_rows, n_cols, x_stride, y_stride,
     m = tl.max(x, axis=1)
     m = tl.where(m == -float("inf"), 0.0, m)  # rows past the end: keep them finite (never stored)
     e = tl.exp(x - m[:, None])
-    y = e / tl.maximum(tl.sum(e, axis=1), 1e-30)[:, None]  # past-the-end rows sum to 0
+    inv = 1.0 / tl.maximum(tl.sum(e, axis=1), 1e-30)  # one division per row; past-the-end rows sum to 0
+    y = e * inv[:, None]
     tl.store(y_ptr + rows[:, None] * y_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask,
              eviction_policy="evict_first")
 
