@@ -267,10 +267,10 @@ class TunerAgent:
         yield ReasoningChunk("".join(text))
 
         measured = [t for t in tries if t.shapes]
-        if len(measured) >= len(spaces) and not any(x.get("candidate_us") is not None
+        if len(measured) > len(spaces) and not any(x.get("candidate_us") is not None
                                                     for t in measured for x in t.shapes):
-            # Without a GPU nothing is timed: every variant checked on the interpreter's shapes and
-            # one configuration of the search is all a run can learn there.
+            # Without a GPU nothing is timed: each variant checked on the interpreter's shapes and a
+            # configuration or two of the search (Optuna's draws) is all a run can learn there.
             yield Exhausted(f"tuner: nothing is timed on this machine; {len(tries)} configurations across "
                             f"{len({t.variant for t in tries})} variants were checked correct, the search "
                             "needs a GPU to go further")
