@@ -19,6 +19,7 @@ rebuilt from the journal, and the studies live in `<session>/tuner/` so a resume
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -90,6 +91,7 @@ class TunerAgent:
         self.session_dir = Path(session_dir) if session_dir else None
         self._studies = None
         self._spaces_key = None
+        self._lock = threading.RLock()
 
     # -- what it searches -------------------------------------------------------------------
     def spaces(self, ctx: ProposalContext) -> list[Space]:
@@ -115,9 +117,9 @@ class TunerAgent:
     def _in(bucket: BucketView, t: Try) -> list[dict]:
         return [s for s in t.shapes if bucket.contains(s.get("dims") or {})]
 
-    def _bucket_value(self, tries: list[Try]):
+    def _bucket_value(self, tries: list[Try], views: list[BucketView]):
         def value(t: Try, bucket_name: str):
-            b = next(b for b in self._views if b.name == bucket_name)
+            b = next(b for b in views if b.name == bucket_name)
             mine = self._in(b, t)
             if not t.ok:
                 return "FAIL", None, None, t.outcome
@@ -137,10 +139,10 @@ class TunerAgent:
             return "COMPLETE", tunesearch.geomean([s["candidate_us"] for s in mine]), inter, "timed"
         return value
 
-    def _status(self, tries: list[Try], specs: dict) -> None:
+    def _status(self, tries: list[Try], specs: dict, views: list[BucketView]) -> None:
         bw = (specs.get("measured_copy_tb_s") or specs.get("hbm_tb_s") or 0) * 1e6  # bytes per us
         shaped = [t for t in tries if t.shapes]
-        for b in self._views:
+        for b in views:
             b.absent = bool(shaped) and not any(self._in(b, t) for t in shaped)
             for t in tries:
                 mine = self._in(b, t)
@@ -181,7 +183,7 @@ class TunerAgent:
                             "(launch num_warps/num_stages, UPPER_CASE int constants) in the incumbent")
             return
         limits, specs, hw = hardware_limits(ctx.packs)
-        self._views = self._buckets(ctx.task)
+        views = self._buckets(ctx.task)  # local: proposer threads (--proposals N) share this agent
         tries = [Try(a.iteration, a.meta["variant"], dict(a.meta.get("config") or {}), a.outcome, list(a.shapes))
                  for a in ctx.history if a.meta.get("variant")]
         tried = {t.key for t in tries}
@@ -229,10 +231,11 @@ class TunerAgent:
                                and key_of(s.variant, c) not in reading.excluded]
         left = sum(len(v) for v in pool.values())
 
-        self._status(tries, specs)
-        studies = self._study(ctx, spaces)
+        self._status(tries, specs, views)
+        studies = self._study(ctx, views)
         if studies is not None:  # every try is in every bucket's study, the first ones included
-            studies.sync(spaces, tries, self._bucket_value(tries))
+            with self._lock:
+                studies.sync(spaces, tries, self._bucket_value(tries, views))
         # -- say where it stands --------------------------------------------------------------
         text = []
         desc = "; ".join(f"{_short(s.variant)} ({len(grids[s.variant])} configuration"
@@ -241,12 +244,15 @@ class TunerAgent:
                          for s in spaces)
         text.append(f"Searching {len(spaces)} variant{'s' if len(spaces) > 1 else ''}: {desc}"
                     f"{f', within the limits of the {hw} pack' if hw else ''}. ")
+        if not tunesearch.available():
+            text.append("Optuna is not installed here: the search climbs from each bucket's best and "
+                        "walks the grid in order. ")
         for note in [n for s in spaces for n in s.notes]:
             text.append(note + ". ")
         if tries:
             last = tries[-1]
             text.append(f"Last try: {_short(last.variant)} {_label(last.config)} ended {last.outcome}. ")
-        for b in self._views:
+        for b in views:
             if b.absent:
                 text.append(f"Bucket {b.name}: no shape of it is run on this machine. ")
                 continue
@@ -275,7 +281,7 @@ class TunerAgent:
                             f"{len({t.variant for t in tries})} variants were checked correct, the search "
                             "needs a GPU to go further")
             return
-        if all(b.done or b.absent for b in self._views) and any(b.done for b in self._views):
+        if all(b.done or b.absent for b in views) and any(b.done for b in views):
             yield Exhausted("tuner: every bucket is within 10% of its roofline")
             return
         if left == 0:
@@ -294,7 +300,7 @@ class TunerAgent:
                 choice, why = (s.variant, d), "its own defaults, a first look at this variant"
                 break
         if choice is None:
-            live = [b for b in self._views if not b.done and not b.absent]
+            live = [b for b in views if not b.done and not b.absent]
             timed = [b for b in live if b.pct is not None]
             if timed:
                 bucket = min(timed, key=lambda b: b.pct)
@@ -302,7 +308,7 @@ class TunerAgent:
             else:
                 bucket = live[ctx.iteration % len(live)]
                 bucket_why = "in turn (nothing timed: no guidance from speed on this machine)"
-            choice, why = self._pick(ctx, spaces, pool, bucket, reading, tries)
+            choice, why = self._pick(ctx, spaces, pool, bucket, reading, views)
             why = f"for bucket {bucket.name}, {bucket_why}: {why}"
         variant, config = choice
         space = by_variant[variant]
@@ -314,13 +320,13 @@ class TunerAgent:
         yield Proposal(space.render(config), f"{_short(variant)} {_label(config)}"
                        + (f" (for {bucket.name})" if bucket is not None else ""), meta=meta)
 
-    def _pick(self, ctx, spaces, pool, bucket: BucketView, reading, tries) -> tuple[tuple[str, dict], str]:
+    def _pick(self, ctx, spaces, pool, bucket: BucketView, reading, views) -> tuple[tuple[str, dict], str]:
         flat = [(v, c) for v, cs in pool.items() for c in cs]
         keys = {key_of(v, c) for v, c in flat}
         preferred = self._preferred(flat, reading, bucket, spaces)
         if preferred is not flat and preferred:
             return preferred[0], "the direction you asked for"
-        studies = self._study(ctx, spaces)
+        studies = self._study(ctx, views)
         climb = self._climb(spaces, bucket, keys)
         # Few timed points: TPE would sample at random (its start-up phase); a step from the best
         # is worth more. Nothing timed at all (no GPU): TPE's random draws are as good as any order.
@@ -331,7 +337,8 @@ class TunerAgent:
             pruned = counts.get("PRUNED", 0)
             for i in range(ASKS):
                 try:
-                    v, c = studies.ask(bucket.name, spaces, seed=ctx.iteration * 100 + i)
+                    with self._lock:
+                        v, c = studies.ask(bucket.name, spaces, seed=ctx.iteration * 100 + i)
                 except Exception:  # a sampler failure must not end the run: climb instead
                     break
                 if key_of(v, c) in keys:
@@ -385,11 +392,13 @@ class TunerAgent:
                 out.append((v, c))
         return out
 
-    def _study(self, ctx, spaces):
+    def _study(self, ctx, views):
         if not tunesearch.available():
             return None
-        names = tuple(b.name for b in self._views)
-        if self._studies is None or self._spaces_key != names:
+        names = tuple(b.name for b in views)
+        with self._lock:
+            if self._studies is not None and self._spaces_key == names:
+                return self._studies
             path = self.session_dir / "tuner" / "optuna.journal" if self.session_dir else None
             self._studies = tunesearch.Studies(path, ctx.task.name, list(names))
             self._spaces_key = names
