@@ -32,7 +32,9 @@ from harness.agents.tunespace import Space, SpaceError, hardware_limits, read_sp
 
 DONE_PCT = 90.0  # a bucket within 10% of its roofline is not searched further
 MIN_ROOFLINE_US = 10.0  # shorter shapes are launch-bound: they don't count toward "done"
-CLIMB_FIRST = 4  # below this many timed configurations in a bucket, climb from its best before TPE
+EXPLORE_EVERY = 3  # once a bucket has TPE_AFTER timed points, every 3rd pick is TPE's even if a climb is open
+TPE_AFTER = 4
+INERT = 0.02  # a knob whose one-step change moved a bucket's time by less than this is skipped there
 ASKS = 12  # TPE suggestions tried before climbing from the bucket's best instead
 
 
@@ -308,7 +310,7 @@ class TunerAgent:
             else:
                 bucket = live[ctx.iteration % len(live)]
                 bucket_why = "in turn (nothing timed: no guidance from speed on this machine)"
-            choice, why = self._pick(ctx, spaces, pool, bucket, reading, views)
+            choice, why = self._pick(ctx, spaces, pool, bucket, reading, views, tries)
             why = f"for bucket {bucket.name}, {bucket_why}: {why}"
         variant, config = choice
         space = by_variant[variant]
@@ -320,17 +322,21 @@ class TunerAgent:
         yield Proposal(space.render(config), f"{_short(variant)} {_label(config)}"
                        + (f" (for {bucket.name})" if bucket is not None else ""), meta=meta)
 
-    def _pick(self, ctx, spaces, pool, bucket: BucketView, reading, views) -> tuple[tuple[str, dict], str]:
+    def _pick(self, ctx, spaces, pool, bucket: BucketView, reading, views, tries) -> tuple[tuple[str, dict], str]:
         flat = [(v, c) for v, cs in pool.items() for c in cs]
         keys = {key_of(v, c) for v, c in flat}
         preferred = self._preferred(flat, reading, bucket, spaces)
         if preferred is not flat and preferred:
             return preferred[0], "the direction you asked for"
         studies = self._study(ctx, views)
-        climb = self._climb(spaces, bucket, keys)
-        # Few timed points: TPE would sample at random (its start-up phase); a step from the best
-        # is worth more. Nothing timed at all (no GPU): TPE's random draws are as good as any order.
-        if climb is not None and (studies is None or studies.counts(bucket.name).get("COMPLETE", 0) < CLIMB_FIRST):
+        climb = self._climb(spaces, bucket, keys, self._inert(spaces, bucket, tries))
+        # A GPU run affords tens of tries, not hundreds: TPE over a few points samples nearly at
+        # random, so a step from the bucket's best comes first; TPE explores every EXPLORE_EVERY-th
+        # pick once the bucket has TPE_AFTER timed points, and whenever no step is left. Nothing
+        # timed at all (no GPU): there is no best to climb from, and TPE's draws are as good as any.
+        timed = studies.counts(bucket.name).get("COMPLETE", 0) if studies is not None else 0
+        explore = studies is not None and timed >= TPE_AFTER and ctx.iteration % EXPLORE_EVERY == 0
+        if climb is not None and not explore:
             return climb
         if studies is not None:
             counts = studies.counts(bucket.name)
@@ -351,14 +357,35 @@ class TunerAgent:
             return climb
         return flat[0], "the next untried configuration in grid order"
 
+    def _inert(self, spaces, bucket: BucketView, tries: list[Try]) -> set[str]:
+        """Knobs that don't matter to this bucket, measured: two timed tries of one variant that
+        differ only in that knob, within INERT of each other (rows.py's LONG_BLOCK on short rows)."""
+        times = {}
+        for t in tries:
+            mine = self._in(bucket, t)
+            if t.ok and mine and all(s.get("candidate_us") for s in mine):
+                times[t.key] = (t, tunesearch.geomean([s["candidate_us"] for s in mine]))
+        inert, moved = set(), set()
+        items = list(times.values())
+        for i, (a, ta) in enumerate(items):
+            for b, tb in items[i + 1:]:
+                if a.variant != b.variant:
+                    continue
+                diff = [k for k in a.config if a.config.get(k) != b.config.get(k)]
+                if len(diff) == 1:
+                    (inert if abs(ta - tb) / min(ta, tb) < INERT else moved).add((a.variant, diff[0]))
+        return inert - moved
+
     @staticmethod
-    def _climb(spaces, bucket: BucketView, keys) -> tuple[tuple[str, dict], str] | None:
-        """One step on one knob from the bucket's best, if one is untried."""
+    def _climb(spaces, bucket: BucketView, keys, inert=frozenset()) -> tuple[tuple[str, dict], str] | None:
+        """One step on one knob from the bucket's best, if one is untried (knobs this bucket
+        showed no sensitivity to last)."""
         best = bucket.best
         if best is None:
             return None
         space = next((s for s in spaces if s.variant == best.variant), None)
-        for p in space.params if space else []:
+        params = sorted(space.params if space else [], key=lambda p: (best.variant, p.name) in inert)
+        for p in params:
             if best.config.get(p.name) in p.values:
                 i = p.values.index(best.config[p.name])
                 for j in (i + 1, i - 1):
