@@ -173,3 +173,23 @@ def test_a_bucket_keep_never_replaces_a_faster_holder(tmp_path):
     reply = dec.decide(DecisionRequest(2, "c", "d", slower, "revert", "r", True))
     assert "short" not in (reply.buckets or [])  # long still won: 20 us vs 30 us and no holder there
     assert reply.buckets == ["long"] and len(bucket_keeps(s)) == 1
+
+
+def test_a_knob_that_did_not_matter_to_a_bucket_is_climbed_last():
+    rows = read_space((TASK.root / "variants/rows.py").read_text(), "variants/rows.py")
+    default = rows.default()
+
+    def shapes(short_us):
+        return [{"name": s.name, "dims": dict(s.dims), "correct": True,
+                 "candidate_us": 20.0 if s.dims["cols"] > 16384 else short_us} for s in TASK.interpreter_shapes]
+
+    history = [Attempt(1, "", "reverted", meta={"variant": "variants/rows.py", "config": default}, shapes=shapes(10.0)),
+               Attempt(2, "", "reverted", meta={"variant": "variants/rows.py", "config": {**default, "TILE": 8192}},
+                       shapes=shapes(10.05)),  # TILE one step up: within 2%, so TILE is inert here
+               Attempt(3, "", "reverted", meta={"variant": "variants/twopass.py",
+                                                "config": read_space((TASK.root / "variants/twopass.py").read_text()).default()},
+                       shapes=shapes(30.0))]
+    text, prop = propose(history=history)  # iteration 4: buckets take turns (no roofline figures): short
+    assert "for bucket short" in text
+    changed = {k for k, v in prop.meta["config"].items() if default[k] != v}
+    assert prop.meta["variant"] == "variants/rows.py" and changed == {"ELEMS"}, prop.description
