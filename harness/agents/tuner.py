@@ -262,8 +262,12 @@ class TunerAgent:
                 text.append(f"Bucket {b.name}: nothing timed yet. ")
                 continue
             roof = (f", {b.pct:.0f}% of roofline" if b.pct is not None else "")
+            pruned = studies.counts(b.name).get("PRUNED", 0) if studies is not None else 0
+            pruned_text = (f"; {pruned} configuration{'' if pruned == 1 else 's'} pruned here (over "
+                           f"{tunesearch.PRUNE_RATIO}x the best time on its smallest shape)" if pruned else "")
             text.append(f"Bucket {b.name}: best {b.best_us:.1f} us{roof} ({_short(b.best.variant)} "
-                        f"{_label(b.best.config)})" + (" — within 10% of roofline, done. " if b.done else ". "))
+                        f"{_label(b.best.config)}){pruned_text}"
+                        + (" — within 10% of roofline, done. " if b.done else ". "))
         if reading.took:
             text.append("From you, taken: " + "; ".join(reading.took) + ". ")
         if pin_notes:
@@ -280,8 +284,8 @@ class TunerAgent:
             # Without a GPU nothing is timed: each variant checked on the interpreter's shapes and a
             # configuration or two of the search (Optuna's draws) is all a run can learn there.
             yield Exhausted(f"tuner: nothing is timed on this machine; {len(tries)} configurations across "
-                            f"{len({t.variant for t in tries})} variants were checked correct, the search "
-                            "needs a GPU to go further")
+                            f"{len({t.variant for t in tries})} variants were checked on the interpreter's shapes, "
+                            "the search needs a GPU to go further")
             return
         if all(b.done or b.absent for b in views) and any(b.done for b in views):
             yield Exhausted("tuner: every bucket is within 10% of its roofline")

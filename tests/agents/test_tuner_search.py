@@ -64,6 +64,8 @@ def test_variants_first_then_pruning_in_the_session_study_and_resume_continues_i
     # ... but on the long row it is the best so far: complete, and the better value.
     tl = {t.params["variant"]: t for t in long.trials}
     assert tl["variants/twopass.py"].state.name == "COMPLETE" and tl["variants/twopass.py"].value < tl["variants/rows.py"].value
+    text = "".join(r["text"] for r in s.journal.read() if r.get("kind") == "Reasoning")
+    assert "1 configuration pruned here (over 1.25x the best time on its smallest shape)" in text
 
     again = Session.open(s.id, base=tmp_path)
     Loop(again, TASK, TunerAgent(again.root), AutoDecider(), evaluate(), max_iterations=7).run()
