@@ -29,6 +29,7 @@ from harness.agents.base import AgentEvent, Exhausted, Proposal, ProposalContext
 from harness.agents.tuner_knobs import (PY, WARPS, Knob, apply, config_of, find_knobs,  # noqa: F401 (re-exported)
                                         kind_of, neighbours)
 from harness.agents.tunespace import Space, SpaceError, hardware_limits, read_space
+from harness.loop import code_key  # the loop's notion of "the same code"
 
 DONE_PCT = 90.0  # a bucket within 10% of its roofline is not searched further
 MIN_ROOFLINE_US = 10.0  # shorter shapes are launch-bound: they don't count toward "done"
@@ -189,7 +190,6 @@ class TunerAgent:
         tries = [Try(a.iteration, a.meta["variant"], dict(a.meta.get("config") or {}), a.outcome, list(a.shapes))
                  for a in ctx.history if a.meta.get("variant")]
         tried = {t.key for t in tries}
-        from harness.loop import code_key  # the loop's notion of "the same code"
 
         inc_key = code_key(ctx.incumbent_source)
         grids = {s.variant: s.grid(limits) for s in spaces}
@@ -323,7 +323,8 @@ class TunerAgent:
         meta = {"variant": variant, "config": config}
         if bucket is not None:
             meta["bucket"] = bucket.name
-        yield Proposal(space.render(config), f"{_short(variant)} {_label(config)}"
+        changed = {k: v for k, v in config.items() if space.default().get(k) != v}  # what the diff shows
+        yield Proposal(space.render(config), f"{_short(variant)} {_label(changed) if changed else 'defaults'}"
                        + (f" (for {bucket.name})" if bucket is not None else ""), meta=meta)
 
     def _pick(self, ctx, spaces, pool, bucket: BucketView, reading, views, tries) -> tuple[tuple[str, dict], str]:
@@ -334,6 +335,17 @@ class TunerAgent:
             return preferred[0], "the direction you asked for"
         studies = self._study(ctx, views)
         climb = self._climb(spaces, bucket, keys, self._inert(spaces, bucket, tries))
+        if climb is None and not tries:
+            # The very first try of a task without variants: one step from the incumbent (its
+            # defaults), not a random draw; TPE has nothing to learn from yet.
+            inc_key = code_key(ctx.incumbent_source)
+            for s in spaces:
+                if code_key(s.render(s.default())) == inc_key:
+                    start = BucketView(bucket.name, bucket.contains, best=Try(0, s.variant, s.default(), "kept"))
+                    climb = self._climb(spaces, start, keys)
+                    if climb is not None:
+                        climb = (climb[0], climb[1].replace("the bucket's best", "the incumbent"))
+                    break
         # A GPU run affords tens of tries, not hundreds: TPE over a few points samples nearly at
         # random, so a step from the bucket's best comes first; TPE explores every EXPLORE_EVERY-th
         # pick once the bucket has TPE_AFTER timed points, and whenever no step is left. Nothing
