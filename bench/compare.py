@@ -96,6 +96,13 @@ def main() -> int:
         for n in names[:-1]:
             g = math.exp(sum(math.log(r[n]["us"] / r[last]["us"]) for r in rows) / len(rows))
             print(f"geomean speedup of {last} over {n}: {g:.3f}x")
+    last = names[-1]
+    big = [r for r in rows if (r.get("floor_us") or 0) >= 10 and r[last]["roofline_pct"]]
+    if big and last not in ("eager", "compile", "baseline"):
+        # The tuner's goal: >= 80% of copy bandwidth on every shape whose roofline time is >= 10 us.
+        print(f"{last} as % of copy bandwidth (shapes with a roofline time >= 10 us): "
+              + " | ".join(f"{r['shape']} {r[last]['roofline_pct']:.0f}%" for r in big)
+              + f"; at >= 80%: {sum(r[last]['roofline_pct'] >= 80 for r in big)}/{len(big)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"task": task.name, "gpu": gpu, "copy_gbs": bw, "rows": rows}, indent=1))
     return 0

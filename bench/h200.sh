@@ -3,8 +3,9 @@
 #   BUDGET_S=560 bash bench/h200.sh [SECTION...]
 # Sections (in the order given):
 #   eval       warpsmith eval of the softmax baseline against itself, with per-phase wall times
-#   tuner      warpsmith run softmax --headless --agent tuner --iterations $TUNER_ITERS --auto
-#   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py)
+#   tuner      warpsmith run TASK --headless --agent tuner --iterations $TUNER_ITERS --auto --keep-buckets auto,
+#              for each TASK in $TUNER_TASKS (default softmax), at most $TUNER_TIMEOUT s each
+#   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py), per TASK
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
 #   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
@@ -53,7 +54,8 @@ H="python3 -m harness"
 limit() { local left=$(( BUDGET_S - ($(date +%s) - T0) - 5 )); [ "$left" -lt 30 ] && return 1; echo $(( $1 < left ? $1 : left )); }
 
 tuner_run() {  # TASK ITERS LIMIT LOG
-  (cd "$WS" && timeout "$3" $H run "$1" --headless --agent tuner --iterations "$2" --auto --quiet) > "$4" 2>&1
+  # --keep-buckets auto: the search's per-bucket winners are kept for their buckets and exported.
+  (cd "$WS" && timeout "$3" $H run "$1" --headless --agent tuner --iterations "$2" --auto --keep-buckets auto --quiet) > "$4" 2>&1
   echo "rc=$?" >> "$4"
   local sid; sid=$(ls -t "$WS/.warpsmith/sessions" | head -1)
   cp "$WS/.warpsmith/sessions/$sid/results.tsv" "${4%.log}_results.tsv" 2>/dev/null
@@ -83,11 +85,17 @@ print("phases_s", json.dumps(v.get("phases_s")), "child_startup_s", json.dumps(v
       "child_s", json.dumps(v.get("child_s")))
 EOF
       ;;
-    tuner) L=$(limit ${TUNER_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
-      tuner_run softmax "${TUNER_ITERS:-20}" "$L" "$OUT/tuner_softmax.log" ;;
-    compare) L=$(limit 200) || { echo "== skip $s"; continue; }
-      k=""; [ -f "$WS/softmax_best.py" ] && k="--kernel $WS/softmax_best.py"
-      timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
+    tuner)  # $TUNER_TASKS (default softmax), each for $TUNER_ITERS iterations or $TUNER_TIMEOUT s
+      for t in ${TUNER_TASKS:-softmax}; do
+        L=$(limit ${TUNER_TIMEOUT:-300}) || { echo "== skip $s/$t"; continue; }
+        echo "-- tuner on $t"; tuner_run "$t" "${TUNER_ITERS:-20}" "$L" "$OUT/tuner_$t.log"
+      done ;;
+    compare)
+      for t in ${TUNER_TASKS:-softmax}; do
+        L=$(limit ${COMPARE_TIMEOUT:-200}) || { echo "== skip $s/$t"; continue; }
+        k=""; [ -f "$WS/${t}_best.py" ] && k="--kernel $WS/${t}_best.py"
+        timeout "$L" python3 "$REPO/bench/compare.py" "$t" $k ${COMPARE_FLAGS:-} --json "$OUT/compare_$t.json" 2>&1 | tee "$OUT/compare_$t.txt"
+      done ;;
     redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }

@@ -168,14 +168,28 @@ class KeepBucketsDecider:
     harness recommends revert and nobody gave a veto reason) but wins some buckets, the reply carries
     `buckets`; the loop's hook then calls keep_for_buckets. A person's reasoned veto is respected."""
 
-    def __init__(self, inner, task: Task, margin: float = 0.0):
-        self.inner, self.task, self.margin = inner, task, margin
+    def __init__(self, inner, task: Task, margin: float = 0.0, session=None):
+        self.inner, self.task, self.margin, self.session = inner, task, margin, session
+
+    def _beats_holder(self, request, bucket: str) -> bool:
+        """Each candidate is measured against the session's best, not against a bucket's current
+        holder: without this, a later, slower bucket winner (a search tries many) would replace a
+        faster one. Compared on the times both keeps recorded (same machine, same session)."""
+        if self.session is None:
+            return True
+        held = None
+        for r in bucket_keeps(self.session):
+            if bucket in r.get("buckets", []):
+                held = (r.get("measurements") or {}).get(bucket, {}).get("candidate_us")
+        mine = next((r.candidate_us for r in bucket_results(self.task, request.verdict) if r.bucket == bucket), None)
+        return held is None or mine is None or mine < held
 
     def decide(self, request):
         reply = self.inner.decide(request)
         if (reply.action != "keep" and request.action != "keep" and request.can_keep and not reply.reason
                 and not getattr(reply, "buckets", None)):
-            wins = winning_buckets(self.task, request.verdict, self.margin)
+            wins = [b for b in winning_buckets(self.task, request.verdict, self.margin)
+                    if self._beats_holder(request, b)]
             if wins:
                 reply.buckets = wins  # an attribute until DecisionReply declares the field
                 reply.reason = "kept for buckets " + ", ".join(wins) + " only"

@@ -167,7 +167,7 @@ class Loop:
                 if outcome == "accepted":
                     outcome = "kept" if r["action"] == "keep" else "reverted"
                 self.history.append(Attempt(it, p.get("description", ""), outcome, summarize_verdict(v),
-                                            r.get("reason", ""), metas.get(it, {})))
+                                            r.get("reason", ""), metas.get(it, {}), v.get("shapes") or []))
         # A kill between journalling a keep and moving the ref: finish the keep now.
         ws = self.session.workspace
         from harness.dispatch import restore_bucket_refs
@@ -234,6 +234,7 @@ class Loop:
                               list(self.session.meta.ideas), cancel=self.cancel)
         if self.prompt_builder is not None:
             ctx.system, ctx.prompt, packs = self.prompt_builder(ctx)
+            ctx.packs = packs
             if packs != self._last_packs:  # say it when the knowledge in the prompt changes
                 self.emit(ev.AgentNotice(it, "info", "prompt packs: " + ", ".join(
                     f"{p['id']}@{p['version']}#{p['sha256'][:8]}" for p in packs)), journal=False)
@@ -326,4 +327,5 @@ class Loop:
         outcome = outcome_of(verdict)
         if outcome == "accepted":
             outcome = "kept" if action == "keep" else "reverted"
-        self.history.append(Attempt(it, description, outcome, summarize_verdict(verdict), reply.reason, meta or {}))
+        self.history.append(Attempt(it, description, outcome, summarize_verdict(verdict), reply.reason, meta or {},
+                                    verdict.get("shapes") or []))

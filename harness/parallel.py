@@ -199,6 +199,7 @@ class ParallelLoop(Loop):
             if self.prompt_builder is not None:
                 with self._prompt_lock:
                     ctx.system, ctx.prompt, packs = self.prompt_builder(ctx)
+                ctx.packs = packs
                 self.emit(ev.AgentNotice(it, "info", "prompt packs: " + ", ".join(
                     f"{p['id']}@{p['version']}#{p['sha256'][:8]}" for p in packs)), journal=False)
                 self.session.record({"kind": "PromptPacks", "iteration": it, "packs": packs})

@@ -71,13 +71,14 @@ def make_agent(spec: str, session: Session | None = None, cfg: RunConfig | None 
         opts = {}
         if session is not None:
             opts["transcript_dir"] = session.transcripts
+            opts["session_dir"] = session.root
         if cfg is not None and cfg.budget_usd is not None:
             opts["budget_usd"] = cfg.budget_usd
         return registry_make(spec, **opts)
     name, _, arg = spec.partition(":")
     if name == "tuner":
         from harness.agents.tuner import TunerAgent
-        return TunerAgent()
+        return TunerAgent(session.root if session is not None else None)
     if name == "script":
         from harness.agents.script import ScriptAgent
         return ScriptAgent(Path(arg))

@@ -24,6 +24,7 @@ class Attempt:
     summary: str = ""  # verdict reasons, rule hits with lines, per-shape timings
     veto_reason: str = ""  # the person's words when they reverted with a reason
     meta: dict = field(default_factory=dict)  # agent-specific, e.g. the tuner's config
+    shapes: list[dict] = field(default_factory=list)  # the verdict's per-shape results (times, roofline %)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class ProposalContext:
     ideas: list[str] = field(default_factory=list)  # the person's standing directions
     prompt: str = ""  # assembled by harness.prompt (packs, task, incumbent, history)
     system: str = ""  # the stable system part (role, DSL, never-do list)
+    packs: list[dict] = field(default_factory=list)  # the prompt's packs (provenance: id, path...)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 

@@ -42,10 +42,11 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 def make_agent(spec: str, **opts: Any) -> Agent:
     kind, rest = parse_spec(spec)
+    session_dir = opts.pop("session_dir", None)  # where the tuner keeps its studies; others ignore it
     if kind == "tuner":
         from harness.agents.tuner import TunerAgent
 
-        return TunerAgent()
+        return TunerAgent(session_dir)
     if kind == "script":
         from harness.agents.script import ScriptAgent
 

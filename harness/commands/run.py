@@ -142,7 +142,7 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     decider = AutoDecider() if cfg.auto else StdinDecider(task=task, proposals=printer.proposals, repo=repo)
     if cfg.keep_buckets == "auto":
         from harness.dispatch import KeepBucketsDecider
-        decider = KeepBucketsDecider(decider, task)
+        decider = KeepBucketsDecider(decider, task, session=session)
     try:
         try:
             loop = build_loop(session, task, cfg, decider, printer, resumed=resumed)

@@ -57,12 +57,15 @@ def test_tuner_rewrites_only_the_literal():
     assert out == "BLOCK = 1024\nk[(1,)](x, BLOCK=BLOCK, num_warps=8)\n"
 
 
-def test_tuner_never_repeats_a_config_and_stops_when_neighbours_run_out():
-    src = "BLOCK = 16\nk[(1,)](x, num_warps=1)\n"  # both knobs at their lower edge
+def test_tuner_never_repeats_a_config_and_stops_when_its_space_runs_out():
+    import dataclasses
+
+    task = dataclasses.replace(TASK, raw={k: v for k, v in TASK.raw.items() if k != "variants"})
+    src = "BLOCK = 16\nk[(1,)](x, num_warps=1)\n"  # no variants, no declarations: literals on a ladder
     tuner, history = TunerAgent(), []
     seen = set()
-    for it in range(1, 10):
-        ctx = ProposalContext(TASK, it, src, "c", history)
+    for it in range(1, 20):
+        ctx = ProposalContext(task, it, src, "c", history)
         events = list(tuner.propose(ctx))
         proposal = [e for e in events if type(e).__name__ == "Proposal"]
         if not proposal:
@@ -72,7 +75,8 @@ def test_tuner_never_repeats_a_config_and_stops_when_neighbours_run_out():
         assert cfg not in seen
         seen.add(cfg)
         history.append(Attempt(it, proposal[0].description, "reverted", meta=proposal[0].meta))
-    assert len(seen) == 2  # BLOCK 16->32 and num_warps 1->2, then nothing untried around the best
+    # BLOCK in {16, 32, 64} (powers of two, at least 16) x num_warps in {1, 2, 4}, less the incumbent
+    assert len(seen) == 8 and ((("BLOCK", 16), ("num_warps", 1))) not in seen
 
 
 def test_keeps_and_reverts_land_in_git_journal_and_results(tmp_path):

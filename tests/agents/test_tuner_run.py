@@ -1,0 +1,59 @@
+"""The README's main job, small: `warpsmith run softmax --headless --agent tuner --auto` in a fresh
+folder (Triton interpreter), then a resume. The search moves across the task's variants, keeps its
+Optuna studies in the session folder and continues them on resume without repeating a configuration,
+and a verdict of the run is the one `warpsmith eval` gives the same file.
+
+Not here: pruning on speed (the interpreter times nothing; test_tuner_search.py feeds timed verdicts).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def warpsmith(*args, cwd):
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=240, env=env)
+    return proc
+
+
+def same_verdict(v: dict) -> dict:
+    """What must not differ between two evaluations of one file (timing is absent here)."""
+    return {"accepted": v["accepted"], "stage": v["stage"],
+            "reasons": sorted(r.get("rule", "") for r in v.get("reasons", [])),
+            "shapes": [(s["name"], s["correct"], s.get("error")) for s in v.get("shapes", [])],
+            "recommendation": (v.get("recommendation") or {}).get("action")}
+
+
+@pytest.mark.slow
+def test_tuner_run_searches_variants_resumes_its_study_and_agrees_with_eval(tmp_path):
+    run = warpsmith("run", "softmax", "--headless", "--agent", "tuner", "--iterations", "2", "--auto", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    [session] = (tmp_path / ".warpsmith" / "sessions").iterdir()
+    assert "Searching 3 variants" in run.stdout and "rows.py" in run.stdout
+    assert (session / "tuner" / "optuna.journal").is_file()
+
+    again = warpsmith("sessions", "resume", session.name, "--headless", "--iterations", "3", "--auto", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    records = [json.loads(line) for line in (session / "journal.jsonl").read_text().splitlines()]
+    metas = [r["meta"] for r in records if r.get("kind") == "ProposalMeta"]
+    assert len(metas) == 3
+    assert {m["variant"] for m in metas} >= {"variants/rows.py", "variants/twopass.py"}
+    assert len({(m["variant"], tuple(sorted(m["config"].items()))) for m in metas}) == 3  # never twice
+    assert "Optuna TPE" in again.stdout  # the third try came from the study the first run left
+
+    verdicts = {r["iteration"]: r["verdict"] for r in records if r.get("kind") == "EvalResult"}
+    source = next(r["source"] for r in records if r.get("kind") == "CandidateProposed" and r["iteration"] == 1)
+    cand = tmp_path / "candidate_0001.py"
+    cand.write_text(source)
+    ev = warpsmith("eval", "softmax", str(cand), "--json", cwd=tmp_path)
+    assert ev.returncode in (0, 1), ev.stderr
+    assert same_verdict(json.loads(ev.stdout)) == same_verdict(verdicts[1])
