@@ -66,7 +66,7 @@ def shape_results(task: Task, timing: bool, speedup: float = 1.0, correct: bool 
         row = {"name": s.name, "correct": correct}
         if timing:
             inc = 100.0 + 25.0 * i
-            row.update(incumbent_us=inc, candidate_us=inc / speedup, speedup=speedup,
+            row.update(incumbent_us=inc, candidate_us=inc / speedup, speedup=speedup, noise_pct=1.5 + 0.5 * i,
                        roofline_pct=round(40 + 10 * i * speedup))
         out.append(row)
     return out
