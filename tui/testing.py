@@ -264,7 +264,9 @@ def demo_catalog(folder: Path):
     for rel, (toml, md) in DEMO_PACKS.items():
         d = folder / rel
         d.mkdir(parents=True, exist_ok=True)
-        (d / "pack.toml").write_text(toml + 'sources = ["demo pack for tests"]\n')
+        # The h200's datasheet bandwidth: the bench's roofline column (nvidia.com/en-us/data-center/h200).
+        specs = '[specs]\nhbm_tb_s = 4.8\n' if rel == "hardware/h200" else ""
+        (d / "pack.toml").write_text(toml + 'sources = ["demo pack for tests"]\n' + specs)
         name = toml.split('files = ["')[1].split('"')[0]
         (d / name).write_text(md)
         p = load_pack(d, "builtin")
