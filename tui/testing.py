@@ -287,7 +287,10 @@ async def _screenshot(path: Path, size: tuple[int, int]) -> None:
     async with app.run_test(size=size) as pilot:
         await feed(app, events, {1: old, 2: new})
         present_decision(app, events)
-        while app.decider.shown_at is None:
+        from tui.widgets.bench import BenchPane
+
+        bench = app.run_screen.query_one(BenchPane)
+        while app.decider.shown_at is None or not bench.roof_ready:  # the roof column: worked out on a thread
             await pilot.pause(0.02)
         await pilot.pause()
         path.parent.mkdir(parents=True, exist_ok=True)
