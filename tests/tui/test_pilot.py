@@ -265,7 +265,9 @@ async def test_diff_views_and_copy(tmp_path: Path):
     async with app.run_test(size=SIZE) as pilot:
         await wait_prompt(pilot, app, 1)
         diff = app.run_screen.query_one(DiffPane)
-        assert diff.mode == "unified" and "+ BLOCK = 2048" in screen_text(app)
+        # The prompt switches the layout (the diff widens): a loaded machine can be a frame behind.
+        await wait_until(pilot, lambda: "+ BLOCK = 2048" in screen_text(app), what="the change on screen")
+        assert diff.mode == "unified"
         await pilot.press("v")
         assert diff.mode == "split"
         await pilot.press("v", "f")
