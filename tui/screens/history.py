@@ -239,7 +239,6 @@ class CandidateScreen(Screen[None]):
 
     def on_mount(self) -> None:
         diff = self.query_one("#past-diff", DiffPane)
-        diff.border_title = "diff"
         diff.show(self.view)
 
     def action_close(self) -> None:

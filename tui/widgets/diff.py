@@ -477,7 +477,9 @@ class DiffPane(ScrollableContainer, can_focus=True):
         if not self.is_mounted:
             return
         body = self.query_one("#diff-body", Static)
-        self.border_title = f"diff · {self.mode}"
+        # The keys that change the view, where the eye is (the footer has no room for them).
+        other = "unified" if self.mode == "split" else "split"
+        self.border_title = f"diff · {self.mode} · v {other} · f {'diff' if self.mode == 'full' else 'whole'}"
         self.set_class(self.mode == "split", "-split")
         c = self.candidate
         if c is None:
