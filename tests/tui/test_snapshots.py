@@ -76,3 +76,24 @@ def test_pack_picker(snap_compare, tmp_path):
 def test_narrow_80x24(snap_compare, tmp_path):
     app, run_before = _app(tmp_path, "decide")
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_history_and_a_candidate_reopened(snap_compare, tmp_path):
+    """h after a 3-candidate session (kept, reverted, rejected by a rule), then Enter on #2: its diff
+    against #1 (the incumbent it was measured against), verdict, decision and reasoning."""
+    from tui.screens.history import CandidateScreen, HistoryScreen
+    from tui.testing import make_app
+
+    app = make_app(tmp_path, auto=True)
+    app.pack_catalog = demo_catalog(tmp_path / "packs")
+
+    async def run_before(pilot) -> None:
+        await wait_until(pilot, lambda: app.state.phase == "ended", 60)
+        await wait_until(pilot, lambda: app.run_screen.query_one(BenchPane).roof_ready)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.loaded)
+        await pilot.press("up", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CandidateScreen))
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(160, 40))
