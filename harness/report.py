@@ -38,6 +38,8 @@ class Step:
     packs: list[dict] = field(default_factory=list)
     buckets: list[str] = field(default_factory=list)  # bucket-limited keep
     bucket_by: str = ""
+    incumbent: str = ""  # the commit it was diffed and measured against
+    reasoning: str = ""  # the agent's whole reasoning text for this proposal
 
     @property
     def speedup(self) -> float | None:
@@ -78,6 +80,9 @@ def collect(session) -> list[Step]:
             s = step(it)
             s.commit, s.description = r.get("commit", ""), r.get("description", "")
             s.agent, s.model = r.get("agent", ""), r.get("model", "")
+            s.incumbent = r.get("incumbent", "")
+        elif kind == "Reasoning":
+            step(it).reasoning += r.get("text", "")
         elif kind == "EvalResult":
             step(it).verdict = r.get("verdict") or {}
         elif kind == "Decision":

@@ -46,6 +46,7 @@ class CandidateView:
     agent: str = ""
     model: str = ""
     violations: list[dict] = field(default_factory=list)
+    incumbent: str = ""  # the commit it was diffed against and measured against
 
 
 @dataclass
@@ -116,6 +117,9 @@ class RunState:
     ended: str = ""
     workers: list[dict] = field(default_factory=list)
     profile: dict | None = None  # the incumbent's bottleneck profile (GPU only)
+    incumbents: dict[int, str] = field(default_factory=dict)  # iteration -> commit it was measured against
+    keeps: list[ev.Decision] = field(default_factory=list)  # every keep, in order: the best's lineage
+    roof: object | None = None  # harness.roofline.Roof of the session's hardware pack (set by the bench pane)
 
     # -- helpers ------------------------------------------------------------------------------
     def turn(self, iteration: int) -> Turn:
@@ -134,6 +138,18 @@ class RunState:
     @property
     def model_key(self) -> str:
         return self.agent or "agent"
+
+    @property
+    def timed(self) -> bool:
+        """Some verdict of the session has timings (none on a machine without a GPU)."""
+        return any(v.get("timing_available") for v in self.verdicts.values())
+
+    def lineage(self, incumbent: str) -> list[ev.Decision]:
+        """The keeps that led to `incumbent`, oldest first (empty: the baseline, or not known)."""
+        for i, d in enumerate(self.keeps):
+            if d.commit and incumbent and (d.commit.startswith(incumbent) or incumbent.startswith(d.commit)):
+                return self.keeps[: i + 1]
+        return []
 
     # -- events -------------------------------------------------------------------------------
     def apply(self, e: ev.Event, old_source: str | None = None) -> set[str]:
@@ -167,7 +183,8 @@ class RunState:
                 self.agent = f"{e.agent}:{e.model}" if e.model else e.agent
             self.candidate = CandidateView(e.iteration, e.commit, e.description,
                                            old_source if old_source is not None else "", e.source,
-                                           e.agent, e.model)
+                                           e.agent, e.model, incumbent=e.incumbent)
+            self.incumbents[e.iteration] = e.incumbent
             self.model_stats.setdefault(self.model_key, ModelStats()).candidates += 1
             self.note(e.iteration, f"candidate `{e.commit[:10]}`: {e.description}")
             return {"diff", "reasoning", "status", "bench"}
@@ -204,6 +221,8 @@ class RunState:
             return {"status"}
         if isinstance(e, ev.Decision):
             self.last_decision = e
+            if e.action == "keep":
+                self.keeps.append(e)
             verdict = self.verdicts.get(e.iteration, {})
             self.tally[tally_key(verdict, e.action)] += 1
             g = verdict.get("geomean_speedup")

@@ -1,6 +1,7 @@
 """End to end in a real terminal: `warpsmith run softmax` in tmux (offline tuner, real evaluator in
-Triton's interpreter), keep the first candidate with `k` (+ `y`: on a CPU the harness recommends
-revert, so keeping is a confirmed override), quit, then find the keep in git and the journal."""
+Triton's interpreter), maximise a pane and restore it (`z`), keep the first candidate with `k` (+ `y`:
+on a CPU the harness recommends revert, so keeping is a confirmed override), find it in the history
+(`h`), quit, then find the keep in git and the journal."""
 from __future__ import annotations
 
 import os
@@ -45,17 +46,36 @@ def wait_screen(sock: str, text: str, timeout: float) -> str:
     raise AssertionError(f"{text!r} never appeared on screen; last screen:\n{screen}")
 
 
+def wait_gone(sock: str, text: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = capture(sock)
+        if text not in screen:
+            return screen
+        time.sleep(0.25)
+    raise AssertionError(f"{text!r} still on screen; last screen:\n{screen}")
+
+
 def test_keep_in_tmux(tmp_path: Path):
     if not WARPSMITH.exists():
         pytest.skip(f"{WARPSMITH} missing: pip install -e . first")
     sock = f"warpsmith-e2e-{os.getpid()}"
     env = "TERM=screen-256color TRITON_INTERPRET=1 WARPSMITH_BELL=0"
-    cmd = f"cd {tmp_path} && env {env} {WARPSMITH} run softmax --iterations 3"
+    # -u COLUMNS/LINES: set in the test process (80x24), they would override the pane's real size.
+    cmd = f"cd {tmp_path} && env -u COLUMNS -u LINES {env} {WARPSMITH} run softmax --iterations 3"
     started = tmux(sock, "new-session", "-d", "-s", "e2e", "-x", "160", "-y", "48", cmd)
     assert started.returncode == 0, started.stderr
     tmux(sock, "set-option", "-t", "e2e", "remain-on-exit", "on")  # keep what it prints on exit
     try:
-        wait_screen(sock, "Decide #1", timeout=240)
+        screen = wait_screen(sock, "Decide #1", timeout=240)
+        assert "diff · unified" in screen
+        # z: the focused pane (reasoning) takes the screen, the prompt stays; z again restores.
+        tmux(sock, "send-keys", "-t", "e2e", "z")
+        screen = wait_gone(sock, "diff · unified", timeout=20)
+        assert "reasoning" in screen.splitlines()[0] and "Decide #1" in screen
+        tmux(sock, "send-keys", "-t", "e2e", "z")
+        wait_screen(sock, "diff · unified", timeout=20)
         time.sleep(0.5)  # past the early-keypress guard
         tmux(sock, "send-keys", "-t", "e2e", "k")
         wait_screen(sock, "against the recommendation", timeout=20)
@@ -78,6 +98,14 @@ def test_keep_in_tmux(tmp_path: Path):
                 next_retry = time.monotonic() + 5
             time.sleep(0.25)
         time.sleep(0.5)
+        # h: the session's history, read from the journal: candidate 1, kept by a person.
+        tmux(sock, "send-keys", "-t", "e2e", "h")
+        screen = wait_screen(sock, "History of", timeout=20)
+        row = next((line for line in wait_screen(sock, "keep (override)", timeout=20).splitlines()
+                    if "keep (override)" in line), "")
+        assert row.split("│")[1].split()[0] == "1" and "human" in row, screen
+        tmux(sock, "send-keys", "-t", "e2e", "Escape")
+        wait_gone(sock, "History of", timeout=20)
         tmux(sock, "send-keys", "-t", "e2e", "q")
         time.sleep(1.0)
         if "Quit during an evaluation" in capture(sock):

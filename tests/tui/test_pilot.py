@@ -268,7 +268,9 @@ async def test_diff_views_and_copy(tmp_path: Path):
     async with app.run_test(size=SIZE) as pilot:
         await wait_prompt(pilot, app, 1)
         diff = app.run_screen.query_one(DiffPane)
-        assert diff.mode == "unified" and "+ BLOCK = 2048" in screen_text(app)
+        # The prompt switches the layout (the diff widens): a loaded machine can be a frame behind.
+        await wait_until(pilot, lambda: "+ BLOCK = 2048" in screen_text(app), what="the change on screen")
+        assert diff.mode == "unified"
         await pilot.press("v")
         assert diff.mode == "split"
         await pilot.press("v", "f")
@@ -418,7 +420,10 @@ async def test_bench_pane_shows_the_incumbents_profile(tmp_path: Path):
         await wait_prompt(pilot, app, 1)
         assert "profile" not in screen_text(app)  # nothing measured yet (no GPU here): nothing shown
         app.post_message(LoopEvent(ev.ProfileReady(1, "c0ffee1234abcd", profile)))
+        bench = app.run_screen.query_one("#bench")
+        bench.focus()
+        await pilot.press("z")  # the bench sits beside the diff while deciding: maximised, all of it shows
         await wait_until(pilot, lambda: "incumbent c0ffee1234 profile" in screen_text(app), what="profile")
         text = screen_text(app)
-        assert "long rows 128k" in text and "memo 45%" in text
+        assert "long rows 128k" in text and "memory 45%" in text
         await pilot.press("q")

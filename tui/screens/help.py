@@ -22,8 +22,11 @@ KEYS = [
     ("space", "pause / resume the loop (takes effect before the next proposal)"),
     ("p", "pack picker: [x] on, [ ] off, Space toggles, a applies (from the next prompt; journalled, so "
           "a resume keeps it). A rules pack you add is enforced; the task's own are enforced even when off"),
-    ("v", "diff: unified / split"),
-    ("f", "diff: whole candidate / diff"),
+    ("v", "diff: unified / split (side by side)"),
+    ("f", "diff: whole candidate / diff (the whole candidate opens at column 0)"),
+    ("z", "maximise the focused pane / restore it (Esc restores too); the decision prompt stays in view"),
+    ("h", "history: every candidate of the session (verdict, × per shape, decision, who, veto reason); "
+          "Enter reopens one's diff against its incumbent, verdict and reasoning, read-only; Esc back"),
     ("←/→", "in the diff pane: scroll sideways 8 columns (long lines, split view); shift+←/→ line start / end"),
     ("tab", "move focus between panes (the focused pane has a heavy border); keys like ←/→ act on it"),
     ("c", "copy the candidate to the clipboard (OSC 52; tmux needs `set -g set-clipboard on`)"),

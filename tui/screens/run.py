@@ -17,6 +17,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from tui.toasts import keep_toasts_clear
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from tui.app import WarpsmithApp
 
 NARROW_BELOW = 120  # columns: three readable panes need about 40 each
+DECIDING_SIDE = 42  # columns left of the diff while deciding (reasoning above the bench)
 DECISION_ACTIONS = {"keep", "revert", "revert_reason", "keep_buckets"}
 LOOP_ACTIONS = {"ideas", "model", "auto", "pause", "packs"}  # steer the next proposals
 
@@ -46,6 +48,8 @@ PALETTE = {
     "pause": ("Pause the loop", "before its next proposal"),
     "packs": ("Packs: pick the prompt's packs", "from the next prompt"),
     "split": ("Diff: unified / split", "side by side or one column"),
+    "maximize": ("Maximise the focused pane / restore it", "z again or Esc restores"),
+    "history": ("History: every candidate of the session", "Enter reopens one's diff, verdict and reasoning"),
     "full": ("Diff: whole candidate / diff", "the candidate's whole source"),
     "copy": ("Copy the candidate", "to the clipboard (OSC 52)"),
     "bell": ("Bell on decisions", "the terminal bell when a decision waits"),
@@ -62,6 +66,8 @@ PALETTE = {
 class RunScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     AUTO_FOCUS = "#reasoning"
+    # A maximised pane keeps the decision prompt, the status and the keys in view.
+    ALLOW_IN_MAXIMIZED_VIEW = "DecisionBar, StatusBar, Footer"
     # Help and quit first: the footer cuts off what does not fit (80 columns while deciding), and
     # these two must always show; every binding is in the palette and the help screen anyway.
     BINDINGS = [
@@ -77,6 +83,8 @@ class RunScreen(Screen[None]):
         Binding("space", "pause", "pause"),
         Binding("p", "packs", "packs"),
         Binding("w", "profile", "where time goes", show=False),
+        Binding("z", "maximize", "max pane"),
+        Binding("h", "history", "history"),
         Binding("v", "split", "split", show=False),
         Binding("f", "full", "full", show=False),
         Binding("c", "copy", "copy", show=False),
@@ -122,7 +130,18 @@ class RunScreen(Screen[None]):
         keep_toasts_clear(self)  # notifications sit above the decision bar and status line (tui/toasts.py)
         await self.redraw({"reasoning", "diff", "bench", "status", "decision"})
 
+    def _size_deciding(self) -> None:
+        """The column left of the diff while deciding: a quarter of the width, but never under
+        DECIDING_SIDE (the bench's speedup, band and roof columns), so at 160 columns the diff
+        keeps 100 columns of code."""
+        try:
+            panes = self.query_one("#panes")
+        except NoMatches:
+            return  # narrow: tabs
+        panes.styles.grid_columns = f"{max(DECIDING_SIDE, self.size.width // 4)} 1fr"
+
     async def on_resize(self, event: Resize) -> None:
+        self._size_deciding()
         narrow = event.size.width < NARROW_BELOW
         if self.narrow is not None and narrow != self.narrow:
             self.narrow = narrow
@@ -163,6 +182,9 @@ class RunScreen(Screen[None]):
                 bar.ask(req, compact=bool(self.narrow))
                 if self.wapp.decision_sent:
                     bar.sent(self.wapp.decision_sent)
+            # While deciding the diff gets most of the width (run.tcss): the change is what is decided.
+            self.set_class(req is not None and not self.wapp.decision_sent, "-deciding")
+            self._size_deciding()
             # Only decisions change which keys apply; the footer rebuilds itself on every refresh.
             self.refresh_bindings()
         if "status" in areas and self.wapp.state.phase == "ended":
@@ -265,6 +287,25 @@ class RunScreen(Screen[None]):
     def action_bell(self) -> None:
         self.wapp.bell_enabled = not self.wapp.bell_enabled
         self.notify(f"bell on decisions {'on' if self.wapp.bell_enabled else 'off'}")
+
+    def action_maximize(self) -> None:
+        """Textual's maximize, on the pane that holds the focus (not a widget inside it); z again
+        (or Esc) restores."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        node = self.focused
+        while node is not None and not (isinstance(node, Widget) and node.has_class("pane")):
+            node = node.parent
+        if node is None:
+            self.notify("no pane has the focus (tab moves it)", severity="warning")
+            return
+        self.maximize(node, container=False)
+
+    def action_history(self) -> None:
+        from tui.screens.history import open_history
+
+        open_history(self.wapp)
 
     async def action_split(self) -> None:
         app = self.wapp

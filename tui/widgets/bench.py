@@ -11,24 +11,80 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
 from harness.evaluate.verdict import cannot_keep_reason
+from harness.roofline import Roof, hbm_roof
 from tui.state import TALLY_KEYS, RunState
 
-COLUMNS = ("shape", "ok", "best", "cand", "×", "roof")  # times in µs (the pane title says so)
+# Speedup, its noise band and the roofline first: in a narrow pane the times are what is cut off.
+# A shape that failed its check says "wrong" where its speedup would be.
+COLUMNS = ("shape", "×", "±", "roof", "best", "cand")  # times in µs (the pane title says so)
+NOISE_MARK = "~"  # a speedup inside its noise band: no win and no loss
 
 
 def _num(v: object, fmt: str) -> str:
     return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
 
-def shape_rows(verdict: dict) -> list[tuple[str, ...]]:
+def _is_num(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def within_noise(s: dict) -> bool:
+    """The shape's speedup is inside its noise band (the paired bootstrap's 99% interval)."""
+    sp, band = s.get("speedup"), s.get("noise_pct")
+    return _is_num(sp) and _is_num(band) and abs(sp - 1.0) * 100 <= band
+
+
+def roof_pct(s: dict, roof: Roof | None) -> float | None:
+    """% of the hardware pack's roofline for the candidate's time when a pack gives one, else the
+    evaluator's (against the copy bandwidth it measured)."""
+    if roof is not None and s.get("name") in roof.floors_us:
+        return roof.pct(str(s.get("name")), s.get("candidate_us"))
+    v = s.get("roofline_pct")
+    return float(v) if _is_num(v) else None
+
+
+def shape_rows(verdict: dict, roof: Roof | None = None) -> list[tuple[str, ...]]:
     rows = []
     for s in verdict.get("shapes", []):
         ok = s.get("correct")
-        rows.append((str(s.get("name", "?")), "yes" if ok else ("NO" if ok is False else "-"),
-                     _num(s.get("incumbent_us"), ".1f"), _num(s.get("candidate_us"), ".1f"),
-                     _num(s.get("speedup"), ".3f") + ("x" if isinstance(s.get("speedup"), (int, float)) else ""),
-                     _num(s.get("roofline_pct"), ".0f") + ("%" if isinstance(s.get("roofline_pct"), (int, float)) else "")))
+        sp = s.get("speedup")
+        speed = (NOISE_MARK if within_noise(s) else "") + _num(sp, ".3f") + ("x" if _is_num(sp) else "")
+        if ok is False:
+            speed = "wrong"
+        band = s.get("noise_pct")
+        pct = roof_pct(s, roof)
+        rows.append((str(s.get("name", "?")), speed,
+                     f"±{band:.1f}%" if _is_num(band) else "-", f"{pct:.0f}%" if pct is not None else "-",
+                     _num(s.get("incumbent_us"), ".1f"), _num(s.get("candidate_us"), ".1f")))
     return rows
+
+
+def lineage_text(state: RunState, iteration: int) -> Text:
+    """Which keep the incumbent of `iteration` came from: "vs #4 1a2b3c4d5e (kept by human) ·
+    baseline → #1 → #4". Empty when the journal doesn't say what it was measured against."""
+    inc = state.incumbents.get(iteration, "")
+    if not inc:
+        return Text("")
+    chain = state.lineage(inc)
+    t = Text("vs ", style="dim")
+    if not chain:
+        t.append("the baseline", style="bold")
+        t.append(f" {inc[:10]}", style="dim")
+        return t
+    last = chain[-1]
+    t.append(f"#{last.iteration} {last.commit[:10]}", style="bold")
+    t.append(f" (kept by {last.by}{', override' if last.override else ''})", style="dim")
+    t.append(" · baseline → " + " → ".join(f"#{d.iteration}" for d in chain), style="dim")
+    return t
+
+
+def legend_text(verdict: dict, roof: Roof | None) -> Text:
+    """What the columns mean, under the table: the band is the noise, the roof is against what."""
+    if not verdict.get("timing_available") or not verdict.get("shapes"):
+        return Text("")
+    against = roof.label if roof is not None else "the measured copy bandwidth"
+    t = Text(f"± noise band (99%): {NOISE_MARK} inside it, no win · roof: % of {against}", style="dim")
+    return t
 
 
 MAX_REASONS = 8
@@ -171,22 +227,28 @@ def profile_text(state: RunState) -> Text:
     for s in p.get("shapes", []):
         bound = s.get("bound") if s.get("us") else f"expected {s.get('expected_bound')}"
         pct = {k: s.get(f"{k}_pct") for k in ("memory", "compute", "launch")}
+        # Two lines a shape: the pane is ~40 columns beside the diff while deciding.
         t.append(f"{str(s.get('name', '?'))[:16]:<16} ", style="bold")
-        t.append(f"{bound:<8}", style="yellow" if bound == "launch" else "cyan")
-        t.append("  " + "  ".join(f"{k[:4]} {v:.0f}%" for k, v in pct.items() if isinstance(v, (int, float))) + "\n")
+        t.append(f"{bound}\n", style="yellow" if bound == "launch" else "cyan")
+        t.append("  " + "  ".join(f"{k} {v:.0f}%" for k, v in pct.items() if isinstance(v, (int, float))) + "\n")
     return t
 
 
 class BenchPane(VerticalScroll):
     DEFAULT_CLASSES = "pane"
+    ALLOW_MAXIMIZE = True  # z (scrolling containers default to False)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "bench · times in µs"
+        self._roof_key: tuple | None = None
+        self.roof_ready = False  # the hardware pack's roofline has been worked out (tests wait on it)
 
     def compose(self) -> ComposeResult:
         yield Static(id="verdict-head")
+        yield Static(id="lineage")
         yield DataTable(id="shapes", show_cursor=False, zebra_stripes=True)
+        yield Static(id="legend")
         yield Static(id="verdict")
         yield Static(Text("best speedup per decision", style="dim"), id="spark-label")
         yield Sparkline([], id="history")
@@ -199,7 +261,8 @@ class BenchPane(VerticalScroll):
             return
         table = self.query_one("#shapes", DataTable)
         # Explicit widths: auto-width columns kept stale header widths when rows arrived later.
-        rows = shape_rows(state.verdict or {})
+        self._load_roof(state)
+        rows = shape_rows(state.verdict or {}, state.roof)  # type: ignore[arg-type]
         table.clear(columns=True)
         for i, label in enumerate(COLUMNS):
             table.add_column(label, width=max([len(label)] + [len(r[i]) for r in rows]))
@@ -207,23 +270,59 @@ class BenchPane(VerticalScroll):
             table.add_row(*row)
         self.set_class(is_previous(state), "-previous")
         self.query_one("#verdict-head", Static).update(verdict_head(state))
+        lineage = lineage_text(state, state.verdict_iteration) if state.verdict is not None else Text("")
+        self.query_one("#lineage", Static).display = bool(lineage)
+        self.query_one("#lineage", Static).update(lineage)
+        legend = legend_text(state.verdict or {}, state.roof)  # type: ignore[arg-type]
+        self.query_one("#legend", Static).display = bool(legend)
+        self.query_one("#legend", Static).update(legend)
         verdict = self.query_one("#verdict", Static)
         lines = verdict_lines(state)
         verdict.display = bool(lines)
         verdict.update(Group(*lines))
         # A flat line still says "nothing kept made it faster"; Sparkline needs 2 points to draw
         # (one point is drawn as a solid block: nothing at all until the first decision).
+        # Without timings (no GPU) every point would be 1.0: a flat line that looks like a result.
+        untimed = bool(state.verdicts) and not state.timed
         history = self.query_one("#history", Sparkline)
-        history.display = bool(state.best_history)
+        history.display = bool(state.best_history) and not untimed
         history.data = [1.0] + state.best_history
         self.query_one("#spark-label", Static).update(
-            Text("best speedup per decision", style="dim") if state.best_history
-            else Text("best speedup per decision: no decisions yet", style="dim"))
+            Text("best speedup per decision: timing unavailable on this machine (interpreter)", style="yellow")
+            if untimed else Text("best speedup per decision", style="dim") if state.best_history
+            else Text("best speedup: no decisions yet", style="dim"))
         self.query_one("#tally", Static).update(tally_text(state))
         profile = self.query_one("#profile", Static)
         profile.display = state.profile is not None
         profile.update(profile_text(state))
         self.query_one("#models", Static).update(models_text(state))
+
+    def _load_roof(self, state: RunState) -> None:
+        """The session's hardware pack's roofline, worked out once per pack selection off the UI
+        thread (finding the packs and sizing the task's shapes take ~0.2 s), then shown."""
+        key = tuple(state.packs)
+        if key == self._roof_key:
+            return
+        self._roof_key = key
+        app = self.app
+        task = getattr(app, "task_", None)
+        catalog = getattr(app, "pack_catalog", None)
+
+        def work() -> None:
+            from harness.packs import discover
+
+            cat = catalog or discover()
+            roof = hbm_roof(task, [cat.packs[i] for i in key if i in cat.packs]) if task is not None else None
+            app.call_from_thread(loaded, roof)
+
+        def loaded(roof: Roof | None) -> None:
+            if self._roof_key == key:
+                state.roof = roof
+                self.roof_ready = True
+                self.show(state)
+
+        self.roof_ready = False
+        self.run_worker(work, thread=True, exclusive=True, group="roof")
 
     def on_mount(self) -> None:
         self.show(self.app.state)  # type: ignore[attr-defined]

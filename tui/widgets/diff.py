@@ -9,7 +9,7 @@ inside a changed line are underlined.
 Sideways: unified and full views are as wide as their longest line and scroll; the split view
 gives each side half the pane and shifts both sides together. Left/Right move SIDE_STEP
 columns, shift+Left/shift+Right go to the line start/end, and a new candidate (or view) opens
-at its first change, or at its first rule violation.
+at its first change, or at its first rule violation (the whole candidate at column 0).
 """
 from __future__ import annotations
 
@@ -418,7 +418,9 @@ def _opening_key(c: CandidateView | None) -> tuple | None:
 
 def opening_x(mode: str, c: CandidateView, width: int) -> int:
     """Where a new candidate (or view) opens sideways: at its first rule violation's column,
-    else at its first change."""
+    else at its first change; the whole candidate (full) at column 0, where it is read from."""
+    if mode == "full":
+        return 0
     cw = code_width(mode, c, width)
     v = next((v for v in c.violations if isinstance(v.get("line"), int) and isinstance(v.get("col"), int)), None)
     if v is not None:
@@ -435,6 +437,7 @@ class DiffPane(ScrollableContainer, can_focus=True):
     -/+ marks are always in view), in every view."""
 
     DEFAULT_CLASSES = "pane"
+    ALLOW_MAXIMIZE = True  # z (scrolling containers default to False)
     BINDINGS = [
         Binding("left", "sideways(-1)", "scroll left", show=False),
         Binding("right", "sideways(1)", "scroll right", show=False),
@@ -474,7 +477,9 @@ class DiffPane(ScrollableContainer, can_focus=True):
         if not self.is_mounted:
             return
         body = self.query_one("#diff-body", Static)
-        self.border_title = f"diff · {self.mode}"
+        # The keys that change the view, where the eye is (the footer has no room for them).
+        other = "unified" if self.mode == "split" else "split"
+        self.border_title = f"diff · {self.mode} · v {other} · f {'diff' if self.mode == 'full' else 'whole'}"
         self.set_class(self.mode == "split", "-split")
         c = self.candidate
         if c is None:

@@ -44,6 +44,7 @@ def seal_point(text: str, start: int, end: int) -> int | None:
 
 class ReasoningPane(VerticalScroll):
     DEFAULT_CLASSES = "pane"
+    ALLOW_MAXIMIZE = True  # z (scrolling containers default to False)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -1,0 +1,279 @@
+"""History (`h`): every candidate of the session, and any one of them reopened read-only.
+
+Built from the session folder, not from the screen's state: the journal (through
+`harness.report.collect`, the fold `warpsmith report` uses) for the proposals, verdicts, decisions
+and reasoning, and the session's git repository for the sources, each candidate diffed against
+the incumbent it was measured against. So it reads the same in a session resumed from disk as in
+the one that ran it. `HistoryScreen` dismisses with the chosen step; `open_history` then shows it
+in a `CandidateScreen`, whose Esc comes back to the list at that row.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Markdown, Static
+
+from harness import events as ev
+from harness.report import Step, collect
+from harness.roofline import Roof
+from tui.state import CandidateView, RunState
+from tui.widgets.bench import COLUMNS, legend_text, lineage_text, shape_rows, verdict_head, verdict_lines
+from tui.widgets.diff import DiffPane
+
+if TYPE_CHECKING:
+    from harness.session import Session
+    from tui.app import WarpsmithApp
+
+HISTORY_COLUMNS = ("#", "description", "verdict", "geomean", "× per shape", "decision", "by", "reason")
+
+
+def _clip(s: str, n: int) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def verdict_word(v: dict) -> str:
+    """accepted | rejected at STAGE: RULE | not evaluated."""
+    if not v:
+        return "not evaluated"
+    if v.get("accepted"):
+        return "accepted"
+    rules = [r.get("rule") for r in v.get("violations", []) + v.get("reasons", []) if r.get("rule")]
+    return f"rejected at {v.get('stage', '?')}" + (f": {str(rules[0]).removeprefix('static:')}" if rules else "")
+
+
+def per_shape(v: dict) -> str:
+    sp = [s.get("speedup") for s in v.get("shapes", [])]
+    if not any(isinstance(x, (int, float)) for x in sp):
+        return "no timing" if v.get("shapes") else "-"
+    return " ".join(f"{x:.2f}" if isinstance(x, (int, float)) else "-" for x in sp)
+
+
+def history_row(step: Step, current: int | None = None) -> tuple[str, ...]:
+    """One candidate as the list shows it."""
+    g = step.verdict.get("geomean_speedup")
+    if step.action:
+        decision = step.action + (" (override)" if step.override else "")
+    elif step.buckets:
+        decision = "buckets " + ",".join(step.buckets)
+    else:
+        decision = "deciding" if step.iteration == current else "undecided"
+    if step.buckets and step.action:
+        decision += " +buckets"
+    return (str(step.iteration), _clip(step.description, 40), verdict_word(step.verdict),
+            f"{g:.3f}x" if isinstance(g, (int, float)) else "-", per_shape(step.verdict), decision,
+            step.by or step.bucket_by or "-", _clip(step.reason, 48) or "-")
+
+
+def step_state(step: Step, steps: list[Step]) -> RunState:
+    """A RunState holding only this step's verdict and decision, and the session's keeps up to it:
+    what the bench pane's renderers need to show it exactly as they showed it live."""
+    st = RunState(iteration=step.iteration, verdict=step.verdict or None, verdict_iteration=step.iteration)
+    st.verdicts = {step.iteration: step.verdict} if step.verdict else {}
+    st.incumbents = {step.iteration: step.incumbent}
+    st.keeps = [ev.Decision(s.iteration, "keep", s.by, s.override, s.reason, s.commit)
+                for s in steps if s.action == "keep" and s.iteration < step.iteration]
+    if step.action:
+        st.last_decision = ev.Decision(step.iteration, step.action, step.by, step.override, step.reason, step.commit)
+    else:
+        rec = step.verdict.get("recommendation") or {}
+        if rec:
+            st.recommendation = ev.Recommendation(step.iteration, rec.get("action", "revert"),
+                                                  rec.get("reason", ""), bool(rec.get("can_keep")))
+    return st
+
+
+def candidate_view(session: "Session", step: Step) -> CandidateView:
+    """The candidate against the incumbent it was measured against, from the session's git repo."""
+    ws = session.workspace
+
+    def source(commit: str) -> str:
+        try:
+            return ws.source(commit) if commit else ""
+        except Exception:  # not in the repo (a hand-edited folder): shown empty, not a crash
+            return ""
+
+    new, old = source(step.commit), source(step.incumbent)
+    return CandidateView(step.iteration, step.commit, step.description, old, new, step.agent, step.model,
+                         list(step.verdict.get("violations", [])), step.incumbent)
+
+
+def transcripts(session: "Session", iteration: int) -> list[Path]:
+    return sorted(session.transcripts.glob(f"iter-{iteration:04d}-*.md"))
+
+
+class SidePane(VerticalScroll):
+    ALLOW_MAXIMIZE = True  # z (scrolling containers default to False)
+
+
+class HistoryScreen(Screen["Step | None"]):
+    """The session's candidates, newest last; Enter opens one (dismissed with its step)."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    BINDINGS = [Binding("escape,q,h", "close", "close"), Binding("enter", "open", "open", show=True)]
+
+    def __init__(self, session: "Session", select: int | None = None, current: int | None = None) -> None:
+        super().__init__()
+        self.session, self.select, self.current = session, select, current
+        self.steps: list[Step] = []
+        self.loaded = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="history-box"):
+            yield Static(Text(f"History of {self.session.id}", style="bold"), id="history-title")
+            table: DataTable = DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+            table.add_columns(*HISTORY_COLUMNS)
+            yield table
+            yield Static(Text("reading the journal…", style="dim"), id="history-note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True, group="history")
+    def load(self) -> None:
+        steps = collect(self.session)  # the whole journal: off the UI thread
+        self.app.call_from_thread(self._fill, steps)
+
+    def _fill(self, steps: list[Step]) -> None:
+        self.steps = steps
+        table = self.query_one("#history-table", DataTable)
+        for s in steps:
+            table.add_row(*history_row(s, self.current), key=str(s.iteration))
+        kept = sum(s.action == "keep" for s in steps)
+        self.query_one("#history-note", Static).update(Text(
+            f"{len(steps)} candidate{'' if len(steps) == 1 else 's'}, {kept} kept · × per shape: each "
+            "shape's speedup against the incumbent of its time · Enter: its diff, verdict and reasoning",
+            style="dim") if steps else Text("no candidate yet", style="dim"))
+        if self.select is not None and str(self.select) in {str(s.iteration) for s in steps}:
+            table.move_cursor(row=table.get_row_index(str(self.select)))
+        elif steps:
+            table.move_cursor(row=len(steps) - 1)
+        table.focus()
+        self.loaded = True
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self._open(str(event.row_key.value))
+
+    def action_open(self) -> None:
+        table = self.query_one("#history-table", DataTable)
+        if table.row_count:
+            self._open(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value))
+
+    def _open(self, key: str) -> None:
+        step = next((s for s in self.steps if str(s.iteration) == key), None)
+        if step is not None:
+            self.dismiss(step)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class CandidateScreen(Screen[None]):
+    """One earlier candidate, read-only: its diff against its incumbent, its verdict with its
+    decision, and the agent's reasoning. Nothing here decides anything."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    AUTO_FOCUS = "#past-diff"
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer"
+    BINDINGS = [
+        Binding("escape,q", "close", "back"),
+        Binding("v", "split", "unified/split"),
+        Binding("f", "full", "whole/diff"),
+        Binding("z", "maximize", "max pane"),
+    ]
+
+    def __init__(self, view: CandidateView, state: RunState, reasoning: str, transcript_files: list[Path],
+                 roof: Roof | None) -> None:
+        super().__init__()
+        self.view, self.state, self.reasoning = view, state, reasoning
+        self.transcript_files, self.roof = transcript_files, roof
+        self.state.roof = roof
+
+    def compose(self) -> ComposeResult:
+        v = self.view
+        yield Static(Text.assemble((f"#{v.iteration} ", "bold"), (v.commit[:10] + " ", "dim"),
+                                   (v.description, "bold"), ("  · read-only", "italic dim")), id="past-title")
+        with Horizontal(id="past-panes"):
+            yield DiffPane(id="past-diff")
+            with SidePane(id="past-side", classes="pane") as side:
+                side.border_title = "verdict · reasoning"
+                yield Static(self._verdict(), id="past-verdict")
+                yield Markdown(self.reasoning or "*(no reasoning in the journal for this candidate)*",
+                               id="past-reasoning")
+                if self.transcript_files:
+                    yield Static(Text("transcript: " + ", ".join(str(p) for p in self.transcript_files),
+                                      style="dim"), id="past-transcripts")
+        yield Footer()
+
+    def _verdict(self) -> Group:
+        st = self.state
+        parts: list[Text] = [verdict_head(st)]
+        if st.verdict is not None:
+            lineage = lineage_text(st, st.verdict_iteration)
+            if lineage:
+                parts.append(lineage)
+            rows = shape_rows(st.verdict, self.roof)
+            if rows:
+                widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
+                lines = [Text("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)), style="bold")]
+                lines += [Text("  ".join(x.ljust(w) for x, w in zip(r, widths))) for r in rows]
+                for t in lines:  # a row per shape: the times (last) are cut in a narrow column, never wrapped
+                    t.no_wrap, t.overflow = True, "crop"
+                parts += lines
+                legend = legend_text(st.verdict, self.roof)
+                if legend:
+                    parts.append(legend)
+            parts += verdict_lines(st)
+        return Group(*parts)
+
+    def on_mount(self) -> None:
+        diff = self.query_one("#past-diff", DiffPane)
+        diff.show(self.view)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_split(self) -> None:
+        diff = self.query_one("#past-diff", DiffPane)
+        diff.mode = "unified" if diff.mode == "split" else "split"
+
+    def action_full(self) -> None:
+        diff = self.query_one("#past-diff", DiffPane)
+        diff.mode = "unified" if diff.mode == "full" else "full"
+
+    def action_maximize(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
+        node = self.focused
+        while node is not None and not (isinstance(node, Widget) and node.has_class("pane")):
+            node = node.parent
+        if node is not None:
+            self.maximize(node, container=False)
+
+
+def open_history(app: "WarpsmithApp", select: int | None = None) -> None:
+    """`h`: the list; Enter opens a candidate; Esc there comes back to the list at its row."""
+    pending = app.decider.pending
+    screen = HistoryScreen(app.session, select, pending.iteration if pending is not None else None)
+
+    def picked(step: Step | None) -> None:
+        if step is None:
+            return
+        detail = CandidateScreen(candidate_view(app.session, step), step_state(step, screen.steps),
+                                 step.reasoning, transcripts(app.session, step.iteration),
+                                 app.state.roof)  # type: ignore[arg-type]
+        app.push_screen(detail, lambda _: open_history(app, step.iteration))
+
+    app.push_screen(screen, picked)
