@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.paths import user_packs_dir
+from harness.paths import builtin_dir, user_packs_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILTIN_PACKS = REPO_ROOT / "packs"
+BUILTIN_PACKS = builtin_dir("packs")
 ENTRY_POINT_GROUP = "warpsmith.packs"
 KINDS = ("hardware", "model", "rules")
 KIND_ORDER = {k: i for i, k in enumerate(KINDS)}

@@ -16,13 +16,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from harness.paths import builtin_dir
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILTIN_KERNELS = REPO_ROOT / "kernels"
+BUILTIN_KERNELS = builtin_dir("kernels")
 DSLS = ("triton", "cute", "cuda")
 DTYPES = ("bfloat16", "float16", "float32")
 
