@@ -85,6 +85,7 @@ class EvalStarted(Event):
     iteration: int
     backend: str = "local"
     worker: str = ""
+    call_timeout_s: float | None = None  # the per-call limit in force: a hang costs at most this
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,8 @@ class Printer:
             for v in e.violations:
                 self._line(f"  static: line {v.get('line')}: {v.get('rule')}: {v.get('message')}")
         elif isinstance(e, ev.EvalStarted):
-            self._line(f"  [{e.iteration}] evaluating ({e.backend}{' on ' + e.worker if e.worker else ''})")
+            limit = f"; a call may take up to {e.call_timeout_s:g} s" if e.call_timeout_s else ""
+            self._line(f"  [{e.iteration}] evaluating ({e.backend}{' on ' + e.worker if e.worker else ''}{limit})")
         elif isinstance(e, ev.ProfileReady):
             self._line(f"  [{e.iteration}] incumbent profile:")
             for s in e.profile.get("shapes", []):

@@ -105,6 +105,7 @@ class Loop:
         self.max_iterations = max_iterations
         self.prompt_builder = prompt_builder
         self.budget = budget
+        self.call_timeout_s: float | None = None  # the per-call limit in force (shown while evaluating)
         self.history: list[Attempt] = []
         self.iteration = 0
         self.cancel = threading.Event()
@@ -297,7 +298,7 @@ class Loop:
         if verdict is None:
             cand_path = ws.write_candidate_file(commit, self.session.work / f"candidate_{it:04d}.py")
             inc_path = ws.write_candidate_file(ws.best, self.session.work / "incumbent.py")
-            self.emit(ev.EvalStarted(it))
+            self.emit(ev.EvalStarted(it, call_timeout_s=self.call_timeout_s))
             verdict = self.evaluate(self.task, cand_path, inc_path)
             self.emit(ev.StaticResult(it, not verdict.get("violations"), verdict.get("violations", [])))
             self.emit(ev.EvalResult(it, verdict))

@@ -95,6 +95,7 @@ class RunState:
     mode: str = "manual"
     iteration: int = 0
     phase: str = "starting"  # starting | proposing | evaluating | deciding | ended
+    call_timeout_s: float | None = None  # the per-call limit of the evaluation running now
     paused: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
@@ -185,8 +186,8 @@ class RunState:
                                            f"{v.get('message')}", "rule")
             return {"diff", "reasoning", "bench"}
         if isinstance(e, ev.EvalStarted):
-            self.phase = "evaluating"
-            return {"status"}
+            self.phase, self.call_timeout_s = "evaluating", e.call_timeout_s
+            return {"status", "bench"}
         if isinstance(e, ev.EvalResult):
             self.verdict, self.verdict_iteration = e.verdict, e.iteration
             self.verdicts[e.iteration] = e.verdict

@@ -7,6 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+from harness.commands.run import TIMEOUT_HELP, check_timeout
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="check, run and time one candidate file against a task",
@@ -23,9 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-time", action="store_true", help="skip timing even on a GPU")
     p.add_argument("--cpu", action="store_true", help="run in Triton's interpreter even if a GPU is present")
     p.add_argument("--samples", type=int, default=40, help="timed samples per side per shape (default 40)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="limit for one call of the entry on one shape (default 600); a call that runs "
-                        "longer is killed and the candidate rejected")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help=TIMEOUT_HELP)
     p.set_defaults(func=run)
 
 
@@ -154,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
     except CandidateUnreadable as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
-    if args.timeout is not None and args.timeout <= 0:
-        print(f"warpsmith eval: --timeout {args.timeout:g}: must be a positive number of seconds", file=sys.stderr)
+    if check_timeout(args.timeout):
+        print(f"warpsmith eval: {check_timeout(args.timeout)}", file=sys.stderr)
         return 2
     from harness.evaluate import EvalOptions, evaluate
     from harness.tasks import TaskError, load_task

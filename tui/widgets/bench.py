@@ -48,6 +48,9 @@ def verdict_head(state: RunState) -> Text:
     """One line above the table: whose verdict it is, and whether a newer candidate is on its way."""
     v = state.verdict
     if v is None:
+        if state.phase == "evaluating" and state.call_timeout_s:
+            return Text(f"evaluating #{state.iteration}: a call may take up to {state.call_timeout_s:g} s",
+                        style="italic")
         return Text("no verdict yet", style="dim")
     previous = is_previous(state)
     t = Text()
@@ -64,6 +67,9 @@ def verdict_head(state: RunState) -> Text:
     if previous:
         t.append(f" · now #{state.iteration}", style="italic")
         t.stylize("dim")
+    if state.phase == "evaluating" and state.call_timeout_s and state.iteration > state.verdict_iteration:
+        t.append(f" · evaluating #{state.iteration}: a call may take up to {state.call_timeout_s:g} s",
+                 style="italic")
     return t
 
 

@@ -57,7 +57,10 @@ def _build(state: RunState, level: dict[str, int]) -> Text:
     t.append(badge, style="bold black on yellow" if state.mode == "auto" else "bold white on blue")
     if state.paused:
         t.append(" PAUSED ", style="bold black on magenta")
-    t.append(f" {state.phase} " if level["phase"] == 0 else " ", style="italic")
+    phase = state.phase
+    if phase == "evaluating" and state.call_timeout_s:  # how long a hang can hold the run
+        phase += f" ≤{state.call_timeout_s:g}s/call"
+    t.append(f" {phase} " if level["phase"] == 0 else " ", style="italic")
     t.append("│ ", style="dim")
     t.append(state.task or "-", style="bold")
     it = shown_iteration(state)
