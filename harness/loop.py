@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext,
                                  ReasoningChunk, UsageReport)
+from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
 from harness.session import Session
 from harness.tasks import Task
 from harness.workspace import unified_diff
@@ -51,21 +52,6 @@ class AutoDecider:
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
         return DecisionReply(request.action, by="auto")
-
-
-def outcome_of(verdict: dict) -> str:
-    """One word for the tally and the agent's history."""
-    if verdict.get("accepted"):
-        return "accepted"
-    stage = verdict.get("stage", "")
-    rules = {r.get("rule", "") for r in verdict.get("reasons", [])}
-    if stage == "static":
-        return "rejected-static"
-    if rules & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
-        return "crashed"
-    if stage == "correctness":
-        return "incorrect"
-    return f"rejected-{stage or 'unknown'}"
 
 
 def summarize_verdict(verdict: dict) -> str:

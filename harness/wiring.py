@@ -215,7 +215,13 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
     loop.emit(ev.SessionStarted(session.id, task.name, f"{agent.name}{':' + agent.model if agent.model else ''}",
                                 [p.provenance() for p in sel.resolve(catalog)], device_label(), resumed,
                                 "auto" if cfg.auto else "manual"))
+    packs = sel.resolve(catalog)
+    # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
+    loop._last_packs = [{**p.provenance(), "cut_files": []} for p in packs]
     for note in notes:
+        # (harness.packs notes a missing hardware pack before --packs adds one)
+        if "no hardware pack selected" in note.lower() and any(p.kind == "hardware" for p in packs):
+            continue
         loop.emit(ev.AgentNotice(0, "info", note), journal=False)
     for err in pack_errors:
         loop.emit(ev.AgentNotice(0, "warning", f"pack not loaded: {err}"))

@@ -9,10 +9,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness import events as ev
-from harness.loop import outcome_of
+from harness.evaluate.verdict import OUTCOMES, tally_outcome
 
 MAX_TURNS = 6  # reasoning turns kept in memory for the screen; the journal keeps them all
-TALLY_KEYS = ("kept", "reverted", "rejected by rule", "incorrect", "crashed")
+TALLY_KEYS = OUTCOMES
 
 
 @dataclass
@@ -56,16 +56,7 @@ class ModelStats:
 
 
 def tally_key(verdict: dict, action: str) -> str:
-    if action == "keep":
-        return "kept"
-    outcome = outcome_of(verdict)
-    if outcome in ("rejected-static", "rejected-guard"):
-        return "rejected by rule"
-    if outcome == "incorrect":
-        return "incorrect"
-    if outcome == "crashed":
-        return "crashed"
-    return "reverted"
+    return tally_outcome(verdict, action)  # the count results.tsv's outcome column and the headless summary make
 
 
 def _dsl_check_ids() -> frozenset[str]:

@@ -149,11 +149,17 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     except KeyboardInterrupt:
         # Everything decided so far is in the journal (fsync'd per event); an undecided candidate
         # is asked about again on resume. Say how, on the line a person reads last.
+        print_summary(session, None)
         print(f"\ninterrupted; resume: {resume_command(session.id)}", file=sys.stderr)
         return 130
-    print(f"session folder: {session.root}")
-    print(f"results: {session.root / 'results.tsv'}")
+    print_summary(session, printer.ended)
     return 0
+
+
+def print_summary(session, ended) -> None:
+    from harness.summary import summary_lines
+
+    print("\n" + "\n".join(summary_lines(session, ended)), flush=True)
 
 
 def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:

@@ -3,8 +3,8 @@
 candidate costs at most that limit (in Triton's interpreter, with a limit of a few seconds)."""
 from __future__ import annotations
 
+import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -48,15 +48,13 @@ def test_a_bad_limit_names_the_file_and_key(tmp_path, value):
 def test_eval_of_a_hang_costs_at_most_the_tasks_limit(tmp_path, monkeypatch, capsys):
     d = _task_with(tmp_path, "interpreter_call_timeout_s = 3")
     monkeypatch.chdir(tmp_path)
-    t0 = time.monotonic()
     rc = main(["eval", str(d), str(HANG), "--cpu", "--json"])
-    wall = time.monotonic() - t0
-    out = capsys.readouterr().out
+    v = json.loads(capsys.readouterr().out)
     assert rc == 1
-    assert '"rule": "timeout"' in out and "no answer within 3 s" in out
-    assert '"call_timeout_s": 3.0' in out
-    # a child's start (imports torch and triton) plus one call of at most 3 s, not 300
-    assert wall < 60, wall
+    assert v["reasons"][0]["rule"] == "timeout" and "no answer within 3 s" in v["reasons"][0]["message"]
+    assert v["call_timeout_s"] == 3.0
+    # the hanging call was killed at its limit, not after the default 300 s (slack for a loaded machine)
+    assert v["phases_s"].get("correctness", 0) < 3 + 20, v["phases_s"]
 
 
 def test_eval_timeout_flag_overrides_the_task(tmp_path, monkeypatch, capsys):
@@ -82,19 +80,17 @@ def test_run_with_a_hanging_candidate_shows_the_limit_and_waits_no_longer(tmp_pa
     agent.mkdir()
     shutil.copy(HANG, agent / "01_hang.py")
     monkeypatch.chdir(tmp_path)
-    t0 = time.monotonic()
     rc = main(["run", "softmax", "--headless", "--auto", "--quiet", "--iterations", "1",
                "--agent", f"script:{agent}", "--timeout", "3"])
-    wall = time.monotonic() - t0
     out = capsys.readouterr().out
     assert rc == 0
     assert "evaluating (local; a call may take up to 3 s)" in out
-    assert wall < 90, wall
     session = next((tmp_path / ".warpsmith" / "sessions").iterdir())
     started = [r for r in Journal(session / "journal.jsonl").read() if r.get("kind") == "EvalStarted"]
     assert started and started[0]["call_timeout_s"] == 3.0
     verdicts = [r for r in Journal(session / "journal.jsonl").read() if r.get("kind") == "EvalResult"]
     assert verdicts[0]["verdict"]["reasons"][0]["rule"] == "timeout"
+    assert verdicts[0]["verdict"]["phases_s"].get("correctness", 0) < 3 + 20
 
 
 def test_the_tui_shows_the_limit_while_a_candidate_runs():

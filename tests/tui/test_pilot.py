@@ -124,7 +124,7 @@ async def test_a_rejected_candidate_can_never_be_kept(tmp_path: Path):
         assert "^ no-torch-fallback" in screen_text(app)
         await pilot.press("r")
         await wait_until(pilot, lambda: len(decisions(app)) == 3)
-        assert app.state.tally["rejected by rule"] == 1 and app.state.tally["reverted"] == 2
+        assert app.state.tally["rejected"] == 1 and app.state.tally["reverted"] == 2
         await wait_until(pilot, lambda: app.state.phase == "ended")
         await pilot.press("q")
 
