@@ -290,17 +290,15 @@ class Loop:
             self.emit(ev.EvalResult(it, verdict))
         rec = verdict.get("recommendation") or {"action": "revert", "reason": "no recommendation", "can_keep": False}
         self.emit(ev.Recommendation(it, rec["action"], rec["reason"], bool(rec.get("can_keep"))))
-        self.emit(ev.DecisionNeeded(it))
         request = DecisionRequest(it, commit, description, verdict, rec["action"], rec["reason"],
                                   bool(rec.get("can_keep")))
-        reply = self.decider.decide(request)
+        if request.can_keep:
+            self.emit(ev.DecisionNeeded(it))
+            reply = self.decider.decide(request)
+        else:  # failed correctness, a guard or a rule: there is nothing to ask, the harness reverts it
+            reply = DecisionReply("revert", "harness")
         action, by, override = reply.action, reply.by, False
-        if action == "keep" and not request.can_keep:
-            action, by = "revert", "policy"
-            from harness.evaluate.verdict import cannot_keep_reason
-
-            reply.reason = (reply.reason + " " if reply.reason else "") + f"(cannot keep: {cannot_keep_reason(verdict)})"
-        elif action == "keep" and request.action != "keep":
+        if action == "keep" and request.action != "keep":
             override = True
         best_after = commit if action == "keep" else ws.best
         # On disk before the workspace moves: a kill right here replays the decision, not the question.
