@@ -210,7 +210,7 @@ class BenchPane(VerticalScroll):
         for i, label in enumerate(COLUMNS):
             table.add_column(label, width=max([len(label)] + [len(r[i]) for r in rows]))
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(c) for c in row))  # (a str cell is read as markup; shape names come from task.toml)
         self.set_class(is_previous(state), "-previous")
         self.query_one("#verdict-head", Static).update(verdict_head(state))
         verdict = self.query_one("#verdict", Static)
