@@ -154,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
     except CandidateUnreadable as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
+    if args.samples < 1:
+        print(f"warpsmith eval: --samples {args.samples}: must be at least 1", file=sys.stderr)
+        return 2
     if check_timeout(args.timeout):
         print(f"warpsmith eval: {check_timeout(args.timeout)}", file=sys.stderr)
         return 2

@@ -93,6 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if value < 1:
             print(f"warpsmith: {flag} {value}: must be at least 1", file=sys.stderr)
             return 2
+    if args.budget_usd is not None and not args.budget_usd > 0:  # (also refuses nan)
+        print(f"warpsmith: --budget-usd {args.budget_usd:g}: must be more than 0 dollars", file=sys.stderr)
+        return 2
     problem = check_timeout(args.timeout) or check_agent_spec(args.agent)  # (load_task has checked kernel.py and its entry)
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)

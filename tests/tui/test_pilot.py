@@ -200,8 +200,9 @@ async def test_auto_mode_follows_recommendations(tmp_path: Path):
         assert "AUTO" in screen_text(app)
         await pilot.press("k")  # the open question is still the person's
         await wait_until(pilot, lambda: len(decisions(app)) == 3, timeout=30)
+        # (#3 cannot be kept: the harness reverts it, auto mode or not)
         assert [(d["action"], d["by"]) for d in decisions(app)] == [("keep", "human"), ("revert", "auto"),
-                                                                     ("revert", "auto")]
+                                                                     ("revert", "harness")]
         assert journal_kinds(app, "DecisionMode")[-1]["mode"] == "auto"
         await pilot.press("q")
 
