@@ -99,7 +99,7 @@ async def test_keep_against_recommendation_asks_and_is_an_override(tmp_path: Pat
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.pause(0.05)
         await pilot.press("y")
-        await wait_until(pilot, lambda: len(decisions(app)) == 2)
+        await wait_until(pilot, lambda: len(decisions(app)) >= 2)  # (#3, rejected, is reverted at once after)
         d = decisions(app)[1]
         assert (d["action"], d["by"], d["override"]) == ("keep", "human", True)
         await pilot.press("q")
