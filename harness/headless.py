@@ -58,8 +58,9 @@ def _untimed_note(v: dict) -> str:
 class Printer:
     """Renders events as plain lines. Reasoning streams inline, prefixed once per iteration."""
 
-    def __init__(self, out: TextIO = sys.stdout, show_reasoning: bool = True):
-        self.out, self.show_reasoning = out, show_reasoning
+    def __init__(self, out: TextIO | None = None, show_reasoning: bool = True):
+        # sys.stdout looked up now, not at import: a redirected stdout (tests, callers) is honoured
+        self.out, self.show_reasoning = out or sys.stdout, show_reasoning
         self._in_reasoning = False
         # What a decision shows besides the events' lines: each candidate's diff against its
         # incumbent (by commit), each iteration's verdict (why it can't be kept).
@@ -149,10 +150,10 @@ class StdinDecider:
     recommendation). Keeping against the recommendation asks for a confirmation (y | yes | n | no).
     Anything else is answered with the list of what is accepted, and asked again."""
 
-    def __init__(self, inp: TextIO = sys.stdin, out: TextIO = sys.stdout, task=None,
+    def __init__(self, inp: TextIO | None = None, out: TextIO | None = None, task=None,
                  proposals: Mapping[str, ev.CandidateProposed] | None = None, repo: Path | None = None,
                  color: bool | None = None):
-        self.inp, self.out, self.task = inp, out, task  # task: for 'b' (keep for winning buckets)
+        self.inp, self.out, self.task = inp or sys.stdin, out or sys.stdout, task  # task: for 'b' (bucket keeps)
         self.proposals = proposals if proposals is not None else {}  # commit -> CandidateProposed
         self.repo = repo  # the session's git repository, for the full-diff command
         self.color = color  # None: colour when `out` is a terminal
