@@ -11,8 +11,16 @@ import sys
 import harness.commands
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad flag or value is one line naming it (argparse's default prints the whole usage
+    first), exit status 2. Subcommands' parsers are of this class too (add_subparsers' default)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (`{self.prog} -h` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="warpsmith",
         description="An agent proposes GPU kernels; warpsmith checks, times, and a person keeps or reverts.",
     )

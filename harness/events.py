@@ -85,6 +85,7 @@ class EvalStarted(Event):
     iteration: int
     backend: str = "local"
     worker: str = ""
+    call_timeout_s: float | None = None  # the per-call limit in force: a hang costs at most this
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class DecisionNeeded(Event):
 class Decision(Event):
     iteration: int
     action: str  # keep | revert
-    by: str  # auto | human | policy
+    by: str  # auto | human | policy | harness (a candidate that cannot be kept, reverted unasked)
     override: bool = False  # a human kept what the harness recommended reverting
     reason: str = ""  # a veto reason, fed back to the agent
     commit: str = ""

@@ -58,13 +58,15 @@ def _untimed_note(v: dict) -> str:
 class Printer:
     """Renders events as plain lines. Reasoning streams inline, prefixed once per iteration."""
 
-    def __init__(self, out: TextIO = sys.stdout, show_reasoning: bool = True):
-        self.out, self.show_reasoning = out, show_reasoning
+    def __init__(self, out: TextIO | None = None, show_reasoning: bool = True):
+        # sys.stdout looked up now, not at import: a redirected stdout (tests, callers) is honoured
+        self.out, self.show_reasoning = out or sys.stdout, show_reasoning
         self._in_reasoning = False
         # What a decision shows besides the events' lines: each candidate's diff against its
         # incumbent (by commit), each iteration's verdict (why it can't be kept).
         self.proposals: dict[str, ev.CandidateProposed] = {}
         self.verdicts: dict[int, dict] = {}
+        self.ended: ev.SessionEnded | None = None  # said in the run's summary block (harness.summary)
 
     def remember(self, e: ev.Event) -> None:
         """Keep what a later decision needs (also fed from the journal on a resume)."""
@@ -100,18 +102,19 @@ class Printer:
             self.out.write(e.text.replace("\n", "\n  > "))
             self.out.flush()
         elif isinstance(e, ev.AgentNotice):
-            self._line(f"  agent {e.level}: {e.message}")
+            # Why each pack was selected (before the first iteration) is chatter here: the packs
+            # line above says what was selected. Warnings and errors are always said.
+            if e.level != "info" or e.iteration > 0:
+                self._line(f"  agent {e.level}: {e.message}")
         elif isinstance(e, ev.Usage):
             self._line(f"  tokens in {e.input_tokens} out {e.output_tokens} cached {e.cached_tokens} "
                        f"reasoning {e.reasoning_tokens}; ${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})")
         elif isinstance(e, ev.CandidateProposed):
             self.remember(e)
             self._line(f"  [{e.iteration}] candidate {e.commit[:10]}: {e.description}")
-        elif isinstance(e, ev.StaticResult) and not e.ok:
-            for v in e.violations:
-                self._line(f"  static: line {v.get('line')}: {v.get('rule')}: {v.get('message')}")
         elif isinstance(e, ev.EvalStarted):
-            self._line(f"  [{e.iteration}] evaluating ({e.backend}{' on ' + e.worker if e.worker else ''})")
+            limit = f"; a call may take up to {e.call_timeout_s:g} s" if e.call_timeout_s else ""
+            self._line(f"  [{e.iteration}] evaluating ({e.backend}{' on ' + e.worker if e.worker else ''}{limit})")
         elif isinstance(e, ev.ProfileReady):
             self._line(f"  [{e.iteration}] incumbent profile:")
             for s in e.profile.get("shapes", []):
@@ -128,8 +131,9 @@ class Printer:
             for row in shape_table(v):
                 self._line(row)
         elif isinstance(e, ev.Recommendation):
-            self._line(f"  [{e.iteration}] recommend {e.action}: {e.reason}")
-            if not e.can_keep:
+            if e.can_keep:  # (a rejection's reasons are the verdict's lines above: said once)
+                self._line(f"  [{e.iteration}] recommend {e.action}: {e.reason}")
+            else:
                 self._line(f"  [{e.iteration}] cannot be kept: {cannot_keep_reason(self.verdicts.get(e.iteration, {}))}")
         elif isinstance(e, ev.Decision):
             extra = " (override)" if e.override else ""
@@ -139,8 +143,7 @@ class Printer:
         elif isinstance(e, ev.WorkerStatus):
             self._line("  workers: " + "; ".join(f"{w['name']}({w.get('gpu', '-')}): {w['state']}" for w in e.workers))
         elif isinstance(e, ev.SessionEnded):
-            self._line(f"\nsession ended: {e.reason}; best {e.best[:10]} after {e.iterations} "
-                       f"iteration{'' if e.iterations == 1 else 's'}")
+            self.ended = e
 
 
 class StdinDecider:
@@ -151,10 +154,10 @@ class StdinDecider:
     recommendation). Keeping against the recommendation asks for a confirmation (y | yes | n | no).
     Anything else is answered with the list of what is accepted, and asked again."""
 
-    def __init__(self, inp: TextIO = sys.stdin, out: TextIO = sys.stdout, task=None,
+    def __init__(self, inp: TextIO | None = None, out: TextIO | None = None, task=None,
                  proposals: Mapping[str, ev.CandidateProposed] | None = None, repo: Path | None = None,
                  color: bool | None = None):
-        self.inp, self.out, self.task = inp, out, task  # task: for 'b' (keep for winning buckets)
+        self.inp, self.out, self.task = inp or sys.stdin, out or sys.stdout, task  # task: for 'b' (bucket keeps)
         self.proposals = proposals if proposals is not None else {}  # commit -> CandidateProposed
         self.repo = repo  # the session's git repository, for the full-diff command
         self.color = color  # None: colour when `out` is a terminal

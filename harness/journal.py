@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-RESULTS_HEADER = ["iteration", "commit", "verdict", "geomean_speedup", "decision", "description"]
+RESULTS_HEADER = ["iteration", "commit", "verdict", "geomean_speedup", "decision", "description", "outcome"]
 
 
 class Journal:
@@ -53,7 +53,10 @@ class Journal:
 
 
 def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """One row per decided iteration: what the person (or policy) did with each candidate."""
+    """One row per decided iteration: what the person (or policy) did with each candidate, and
+    its outcome in the session's tally (harness.evaluate.verdict.tally_outcome)."""
+    from harness.evaluate.verdict import tally_outcome
+
     proposals: dict[int, dict] = {}
     verdicts: dict[int, dict] = {}
     rows = []
@@ -74,6 +77,7 @@ def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
                 "geomean_speedup": f"{g:.4f}" if isinstance(g, (int, float)) else "n/a",
                 "decision": r["action"] + (" (override)" if r.get("override") else ""),
                 "description": " ".join(p.get("description", "").split())[:120],
+                "outcome": tally_outcome(v, r["action"]),
             })
     return rows
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext,
                                  ReasoningChunk, UsageReport)
+from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
 from harness.session import Session
 from harness.tasks import Task
 from harness.workspace import unified_diff
@@ -51,21 +52,6 @@ class AutoDecider:
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
         return DecisionReply(request.action, by="auto")
-
-
-def outcome_of(verdict: dict) -> str:
-    """One word for the tally and the agent's history."""
-    if verdict.get("accepted"):
-        return "accepted"
-    stage = verdict.get("stage", "")
-    rules = {r.get("rule", "") for r in verdict.get("reasons", [])}
-    if stage == "static":
-        return "rejected-static"
-    if rules & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
-        return "crashed"
-    if stage == "correctness":
-        return "incorrect"
-    return f"rejected-{stage or 'unknown'}"
 
 
 def summarize_verdict(verdict: dict) -> str:
@@ -105,6 +91,7 @@ class Loop:
         self.max_iterations = max_iterations
         self.prompt_builder = prompt_builder
         self.budget = budget
+        self.call_timeout_s: float | None = None  # the per-call limit in force (shown while evaluating)
         self.history: list[Attempt] = []
         self.iteration = 0
         self.cancel = threading.Event()
@@ -298,23 +285,21 @@ class Loop:
         if verdict is None:
             cand_path = ws.write_candidate_file(commit, self.session.work / f"candidate_{it:04d}.py")
             inc_path = ws.write_candidate_file(ws.best, self.session.work / "incumbent.py")
-            self.emit(ev.EvalStarted(it))
+            self.emit(ev.EvalStarted(it, call_timeout_s=self.call_timeout_s))
             verdict = self.evaluate(self.task, cand_path, inc_path)
             self.emit(ev.StaticResult(it, not verdict.get("violations"), verdict.get("violations", [])))
             self.emit(ev.EvalResult(it, verdict))
         rec = verdict.get("recommendation") or {"action": "revert", "reason": "no recommendation", "can_keep": False}
         self.emit(ev.Recommendation(it, rec["action"], rec["reason"], bool(rec.get("can_keep"))))
-        self.emit(ev.DecisionNeeded(it))
         request = DecisionRequest(it, commit, description, verdict, rec["action"], rec["reason"],
                                   bool(rec.get("can_keep")))
-        reply = self.decider.decide(request)
+        if request.can_keep:
+            self.emit(ev.DecisionNeeded(it))
+            reply = self.decider.decide(request)
+        else:  # failed correctness, a guard or a rule: there is nothing to ask, the harness reverts it
+            reply = DecisionReply("revert", "harness")
         action, by, override = reply.action, reply.by, False
-        if action == "keep" and not request.can_keep:
-            action, by = "revert", "policy"
-            from harness.evaluate.verdict import cannot_keep_reason
-
-            reply.reason = (reply.reason + " " if reply.reason else "") + f"(cannot keep: {cannot_keep_reason(verdict)})"
-        elif action == "keep" and request.action != "keep":
+        if action == "keep" and request.action != "keep":
             override = True
         best_after = commit if action == "keep" else ws.best
         # On disk before the workspace moves: a kill right here replays the decision, not the question.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.hardware import ARCH_RE, detect as _detect, match_hardware  # ARCH_RE: sm_90a, sm_89, gfx942
-from harness.paths import user_packs_dir
+from harness.paths import builtin_dir, user_packs_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,7 +29,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILTIN_PACKS = REPO_ROOT / "packs"
+BUILTIN_PACKS = builtin_dir("packs")
 ENTRY_POINT_GROUP = "warpsmith.packs"
 KINDS = ("hardware", "model", "rules")
 KIND_ORDER = {k: i for i, k in enumerate(KINDS)}

@@ -261,7 +261,7 @@ class ParallelLoop(Loop):
         job = EvalJob(self.task.name, str(self.task.root), slot.source, slot.incumbent_source, it,
                       options_dict(self.options), str(cand_path), str(inc_path))
         slot.state = "evaluating"
-        self.emit(ev.EvalStarted(it, self.evaluator.name))
+        self.emit(ev.EvalStarted(it, self.evaluator.name, call_timeout_s=self.call_timeout_s))
         fut = self.evaluator.submit(job)
         slot.future = fut
         incumbent = slot.incumbent_commit

@@ -18,5 +18,17 @@ def config_dir() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME))
 
 
+# A wheel ships the checkout's top-level kernels/ and packs/ inside the harness package (setup.py
+# maps them there); a checkout or an editable install reads them where people edit them.
+_INSTALLED_DATA = Path(__file__).resolve().parent / "_builtin"
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def builtin_dir(name: str) -> Path:
+    """The built-in `kernels` or `packs` folder: inside an installed wheel, else the checkout's."""
+    installed = _INSTALLED_DATA / name
+    return installed if installed.is_dir() else _CHECKOUT / name
+
+
 def user_packs_dir() -> Path:
     return config_dir() / "packs"

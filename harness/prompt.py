@@ -23,18 +23,21 @@ from harness.packs import KIND_ORDER, Pack, PackWatcher
 CHARS_PER_TOKEN = 4
 DEFAULT_BUDGET_TOKENS = 100_000
 
+# What each DSL requires: (the requirement, what torch may still do). The second half is said only
+# when no rules pack of that DSL is in the prompt: its rules (torch-compute, ...) say it, and the
+# prompt states each rule once.
 DSL_TEXT = {
     "triton": ("Triton: the entry function must launch at least one `@triton.jit` kernel "
-               "(`kernel[grid](...)`) that computes the result on every path that returns. Torch may "
-               "only allocate outputs (`torch.empty*`), query shapes/strides/dtypes/devices and make "
-               "views; computing any part of the answer with torch, torch.nn.functional, torch.compile, "
-               "torch.ops or a vendor library is rejected."),
+               "(`kernel[grid](...)`) that computes the result on every path that returns.",
+               "Torch may only allocate outputs (`torch.empty*`), query shapes/strides/dtypes/devices and "
+               "make views; computing any part of the answer with torch, torch.nn.functional, "
+               "torch.compile, torch.ops or a vendor library is rejected."),
     "cute": ("CuTe DSL (nvidia-cutlass-dsl): the entry function must run a `@cute.kernel` launched "
-             "from a `@cute.jit` function that computes the result; torch may only allocate and "
-             "describe tensors."),
+             "from a `@cute.jit` function that computes the result.",
+             "Torch may only allocate and describe tensors."),
     "cuda": ("CUDA C++: the module compiles a `__global__` kernel with torch.utils.cpp_extension "
-             "(`load_inline` or `load`) and the entry function calls it to compute the result; torch may "
-             "only allocate and describe tensors."),
+             "(`load_inline` or `load`) and the entry function calls it to compute the result.",
+             "Torch may only allocate and describe tensors."),
 }
 
 
@@ -131,23 +134,28 @@ def _rule_items(p: Pack) -> list[tuple[str, str, str]]:
 def render_system(task: Any, packs: Sequence[Pack]) -> str:
     dsl = getattr(task, "dsl", "triton")
     entry = getattr(task, "entry", "entry")
+    rule_packs = [p for p in _sorted(packs) if p.kind == "rules"]
+    need, torch_limits = DSL_TEXT.get(dsl, (dsl, ""))
+    if torch_limits and not any(p.id == f"dsl-{dsl}" for p in rule_packs):
+        need += " " + torch_limits
     lines = [
         "You are a GPU kernel engineer working in warpsmith, an autoresearch loop. Each turn you propose "
         "ONE candidate: a complete Python module that replaces the incumbent kernel. warpsmith rejects "
         "candidates that break the rules below, checks correctness on every shape (including long ones) "
         "with fresh inputs, times the survivors against the incumbent, and a person keeps or reverts.",
         "",
-        f"Required DSL: {DSL_TEXT.get(dsl, dsl)}",
+        f"Required DSL: {need}",
         f"The module must define `{entry}(*inputs)` with the same inputs and outputs as the task's "
         "`reference`; return new tensors (not views of inputs), same shapes and dtypes.",
         "Facts about the GPU and the model come from the context packs in the message: trust them over "
         "memory, and do not use instructions or APIs the packs or the DSL version do not have.",
     ]
-    rule_packs = [p for p in _sorted(packs) if p.kind == "rules"]
     items = [(p, it) for p in rule_packs for it in _rule_items(p)]
     if items:
+        # The one statement of the rules: the rules packs in the message add why, and sources.
         lines += ["", "Never do any of the following (each is enforced; a violation rejects the "
-                  "candidate before it runs, and the rejection names the rule id):"]
+                  "candidate before it runs, and the rejection names the rule id; the rules packs in "
+                  "the message say why):"]
         for p, (rid, msg, how) in items:
             lines.append(f"- [{rid}] {msg} ({p.id}; {how})")
     return "\n".join(lines)

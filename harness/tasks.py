@@ -16,15 +16,23 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from harness.paths import builtin_dir
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILTIN_KERNELS = REPO_ROOT / "kernels"
+BUILTIN_KERNELS = builtin_dir("kernels")
 DSLS = ("triton", "cute", "cuda")
 DTYPES = ("bfloat16", "float16", "float32")
+# Seconds one call of a candidate (one request to its process: a shape's correctness run, its
+# timing) may take before it counts as a hang and the process is killed, unless the task says
+# otherwise (call_timeout_s / interpreter_call_timeout_s) or `--timeout` does. A call on the GPU
+# takes milliseconds plus the first compile; Triton's interpreter is 100-1000x slower.
+DEFAULT_CALL_TIMEOUT_S = 120.0
+DEFAULT_INTERPRETER_CALL_TIMEOUT_S = 300.0
 
 
 class TaskError(Exception):
@@ -84,6 +92,8 @@ class Task:
     buckets: list[Bucket] = field(default_factory=list)
     default: str | None = None  # "module:function" users would run otherwise
     e2e: str | None = None  # file name of an end-to-end workload, relative to root
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    interpreter_call_timeout_s: float = DEFAULT_INTERPRETER_CALL_TIMEOUT_S
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -103,6 +113,10 @@ class Task:
     @property
     def baseline_path(self) -> Path:
         return self.root / "kernel.py"
+
+    def call_timeout_for(self, on_gpu: bool) -> float:
+        """The per-call limit in force on this device (before any `--timeout`)."""
+        return self.call_timeout_s if on_gpu else self.interpreter_call_timeout_s
 
     def shapes_for(self, on_gpu: bool) -> list[Shape]:
         return self.shapes if on_gpu else self.interpreter_shapes
@@ -260,6 +274,13 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
             buckets.append(Bucket(str(b["name"]), str(b["dim"]), int(b.get("lo", 0)), int(b.get("hi", 2**62))))
         except (KeyError, TypeError, ValueError):
             raise TaskError(path, f"buckets[{i}]", "needs name, dim and integer lo/hi") from None
+    limits = {}
+    for key, default in (("call_timeout_s", DEFAULT_CALL_TIMEOUT_S),
+                         ("interpreter_call_timeout_s", DEFAULT_INTERPRETER_CALL_TIMEOUT_S)):
+        val = data.get(key, default)
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not 0 < val <= 86400:
+            raise TaskError(path, key, f"{val!r}: must be a number of seconds above 0 (at most 86400)")
+        limits[key] = float(val)
     for fname in ("reference.py", "kernel.py"):
         if not (root / fname).is_file():
             raise TaskError(root / fname, "", "missing (every task needs reference.py and kernel.py)")
@@ -269,7 +290,7 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
         shapes=shapes, interpreter_shapes=interp, tolerance=tolerance, root=root,
         rules=list(data.get("rules", [])), models=list(data.get("models", [])),
         cuda_graphs=bool(data.get("cuda_graphs", True)), buckets=buckets,
-        default=data.get("default"), e2e=data.get("e2e"), raw=data,
+        default=data.get("default"), e2e=data.get("e2e"), raw=data, **limits,
     )
     try:
         ref = task.load_reference()

@@ -29,6 +29,7 @@ class RunConfig:
     no_mouse: bool = False
     quiet: bool = False
     keep_buckets: str = "off"  # off | auto: keep a losing candidate for the buckets where it wins
+    timeout_s: float | None = None  # per-call limit (--timeout); None: the task's (harness.tasks)
 
     @classmethod
     def from_args(cls, a: argparse.Namespace) -> "RunConfig":
@@ -36,7 +37,7 @@ class RunConfig:
         return cls(agent=a.agent, iterations=a.iterations, auto=a.auto, packs_add=split(a.packs),
                    packs_remove=split(a.no_packs), ideas=list(a.idea), eval_backend=a.eval_backend,
                    proposals=a.proposals, budget_usd=a.budget_usd, no_mouse=a.no_mouse, quiet=a.quiet,
-                   keep_buckets=getattr(a, "keep_buckets", "off"))
+                   keep_buckets=getattr(a, "keep_buckets", "off"), timeout_s=getattr(a, "timeout", None))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -98,7 +99,8 @@ def make_evaluate(cfg: RunConfig, extra_rules: Callable[[], list[str]] = list) -
     from harness.evaluate import EvalOptions, evaluate
 
     def run(task: Task, candidate: Path, incumbent: Path) -> dict:
-        verdict = evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules()))
+        verdict = evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules(),
+                                                                   run_timeout_s=cfg.timeout_s))
         rec = verdict.get("recommendation") or {}
         if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
             from harness.e2e import apply_e2e, run_e2e_check  # wins alone: does the workload win too?
@@ -178,7 +180,8 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
         loop = ParallelLoop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
                             budget=getattr(agent, "budget", None), proposals=cfg.proposals,
-                            options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog)))
+                            options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
+                                                        run_timeout_s=cfg.timeout_s))
     else:
         loop = Loop(session, task, agent, decider, make_evaluate(cfg, lambda: enforced_rules(session, task, catalog)),
                     emit=emit, max_iterations=cfg.iterations, budget=getattr(agent, "budget", None))
@@ -224,13 +227,20 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         return p.system, user, p.packs
 
     on_gpu = device_label() != "cpu (Triton interpreter)"
+    loop.call_timeout_s = cfg.timeout_s or task.call_timeout_for(on_gpu)  # what EvalOptions resolves to
     loop.prompt_builder = prompt_builder
     watcher.start()
     loop.closers.append(watcher.stop)
     loop.emit(ev.SessionStarted(session.id, task.name, f"{agent.name}{':' + agent.model if agent.model else ''}",
                                 [p.provenance() for p in sel.resolve(catalog)], device_label(), resumed,
                                 "auto" if cfg.auto else "manual"))
+    packs = sel.resolve(catalog)
+    # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
+    loop._last_packs = [{**p.provenance(), "cut_files": []} for p in packs]
     for note in notes:
+        # (harness.packs notes a missing hardware pack before --packs adds one)
+        if "no hardware pack selected" in note.lower() and any(p.kind == "hardware" for p in packs):
+            continue
         loop.emit(ev.AgentNotice(0, "info", note), journal=False)
     for err in pack_errors:
         loop.emit(ev.AgentNotice(0, "warning", f"pack not loaded: {err}"))

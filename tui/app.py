@@ -28,6 +28,7 @@ from harness.session import Session, SessionError
 from harness.tasks import Task
 from harness.wiring import RunConfig
 from tui.decider import DEFAULT_KEY_GUARD_S, DecisionAborted, TuiDecider
+from tui.markup import Markup, plain
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decide import RevertReasonScreen
 from tui.screens.help import HelpScreen
@@ -414,8 +415,17 @@ class WarpsmithApp(App[int]):
 
     def action_help_quit(self) -> None:
         # ctrl+c: Textual's hint names only ctrl+q.
-        self.notify("Press [b]q[/b] or [b]ctrl+q[/b] to quit (it asks during an evaluation; the session is "
-                    "saved either way)", title="Do you want to quit?")
+        self.notify(Markup("Press [b]q[/b] or [b]ctrl+q[/b] to quit (it asks during an evaluation; the session is "
+                           "saved either way)"), title="Do you want to quit?")
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every notification, the screens' included (they call this one): its text is escaped
+        unless written as Markup on purpose (tui/markup.py says why)."""
+        if markup:
+            message, title = plain(message), plain(title)
+        kw = {} if timeout is None else {"timeout": timeout}
+        super().notify(message, title=title, severity=severity, markup=markup, **kw)
 
     # -- command palette (ctrl+p) ---------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

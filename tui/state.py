@@ -9,10 +9,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness import events as ev
-from harness.loop import outcome_of
+from harness.evaluate.verdict import OUTCOMES, tally_outcome
 
 MAX_TURNS = 6  # reasoning turns kept in memory for the screen; the journal keeps them all
-TALLY_KEYS = ("kept", "reverted", "rejected by rule", "incorrect", "crashed")
+TALLY_KEYS = OUTCOMES
 
 
 @dataclass
@@ -57,16 +57,7 @@ class ModelStats:
 
 
 def tally_key(verdict: dict, action: str) -> str:
-    if action == "keep":
-        return "kept"
-    outcome = outcome_of(verdict)
-    if outcome in ("rejected-static", "rejected-guard"):
-        return "rejected by rule"
-    if outcome == "incorrect":
-        return "incorrect"
-    if outcome == "crashed":
-        return "crashed"
-    return "reverted"
+    return tally_outcome(verdict, action)  # the count results.tsv's outcome column and the headless summary make
 
 
 def _dsl_check_ids() -> frozenset[str]:
@@ -96,6 +87,7 @@ class RunState:
     mode: str = "manual"
     iteration: int = 0
     phase: str = "starting"  # starting | proposing | evaluating | deciding | ended
+    call_timeout_s: float | None = None  # the per-call limit of the evaluation running now
     paused: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
@@ -202,8 +194,8 @@ class RunState:
                                            f"{v.get('message')}", "rule")
             return {"diff", "reasoning", "bench"}
         if isinstance(e, ev.EvalStarted):
-            self.phase = "evaluating"
-            return {"status"}
+            self.phase, self.call_timeout_s = "evaluating", e.call_timeout_s
+            return {"status", "bench"}
         if isinstance(e, ev.EvalResult):
             self.verdict, self.verdict_iteration = e.verdict, e.iteration
             self.verdicts[e.iteration] = e.verdict

@@ -7,6 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+from harness.commands.run import TIMEOUT_HELP, check_timeout
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="check, run and time one candidate file against a task",
@@ -24,9 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cpu", action="store_true", help="run in Triton's interpreter even if a GPU is present")
     p.add_argument("--samples", type=int, default=40, help="timed samples per side per shape (default 40)")
     p.add_argument("--no-sandbox", action="store_true", help=__import__("harness.evaluate.sandbox", fromlist=["x"]).NO_SANDBOX_HELP)
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="limit for one call of the entry on one shape (default 600); a call that runs "
-                        "longer is killed and the candidate rejected")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help=TIMEOUT_HELP)
     p.set_defaults(func=run)
 
 
@@ -155,8 +155,11 @@ def run(args: argparse.Namespace) -> int:
     except CandidateUnreadable as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
-    if args.timeout is not None and args.timeout <= 0:
-        print(f"warpsmith eval: --timeout {args.timeout:g}: must be a positive number of seconds", file=sys.stderr)
+    if args.samples < 1:
+        print(f"warpsmith eval: --samples {args.samples}: must be at least 1", file=sys.stderr)
+        return 2
+    if check_timeout(args.timeout):
+        print(f"warpsmith eval: {check_timeout(args.timeout)}", file=sys.stderr)
         return 2
     from harness.evaluate import EvalOptions, evaluate
     from harness.evaluate.sandbox import from_cli

@@ -14,6 +14,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
 
+# One meaning for `run --timeout` and `eval --timeout` (harness.tasks: call_timeout_s).
+TIMEOUT_HELP = ("limit for one call of the candidate on one shape (default: the task's call_timeout_s, "
+                "120 s, on a GPU; its interpreter_call_timeout_s, 300 s, in Triton's interpreter); "
+                "a call that runs longer is killed and the candidate rejected")
+
+
+def check_timeout(value: float | None) -> str | None:
+    if value is not None and not (0 < value <= 86400):  # (also refuses nan)
+        return f"--timeout {value:g}: must be a number of seconds above 0 (at most 86400)"
+    return None
+
+
 def add_loop_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", default="tuner",
                    help="tuner | script:DIR | anthropic:MODEL | openai:MODEL | openai-compat:URL[#MODEL]")
@@ -29,6 +41,7 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-mouse", action="store_true", help="TUI: leave the mouse to the terminal")
     p.add_argument("--quiet", action="store_true", help="headless: don't print the reasoning stream")
     p.add_argument("--no-sandbox", action="store_true", help=__import__("harness.evaluate.sandbox", fromlist=["x"]).NO_SANDBOX_HELP)
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help=TIMEOUT_HELP)
     p.add_argument("--keep-buckets", choices=["off", "auto"], default="off",
                    help="auto: keep a candidate that loses overall for the task's [[buckets]] where it wins")
 
@@ -90,7 +103,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if value < 1:
             print(f"warpsmith: {flag} {value}: must be at least 1", file=sys.stderr)
             return 2
-    problem = check_agent_spec(args.agent)  # (load_task has checked kernel.py and its entry)
+    if args.budget_usd is not None and not args.budget_usd > 0:  # (also refuses nan)
+        print(f"warpsmith: --budget-usd {args.budget_usd:g}: must be more than 0 dollars", file=sys.stderr)
+        return 2
+    problem = check_timeout(args.timeout) or check_agent_spec(args.agent)  # (load_task has checked kernel.py and its entry)
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
@@ -153,11 +169,17 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     except KeyboardInterrupt:
         # Everything decided so far is in the journal (fsync'd per event); an undecided candidate
         # is asked about again on resume. Say how, on the line a person reads last.
+        print_summary(session, None)
         print(f"\ninterrupted; resume: {resume_command(session.id)}", file=sys.stderr)
         return 130
-    print(f"session folder: {session.root}")
-    print(f"results: {session.root / 'results.tsv'}")
+    print_summary(session, printer.ended)
     return 0
+
+
+def print_summary(session, ended) -> None:
+    from harness.summary import summary_lines
+
+    print("\n" + "\n".join(summary_lines(session, ended)), flush=True)
 
 
 def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:

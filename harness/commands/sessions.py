@@ -87,6 +87,9 @@ def cmd_resume(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
+    if args.iterations is not None and args.iterations < 1:
+        print(f"warpsmith: --iterations {args.iterations}: must be at least 1 (the new total)", file=sys.stderr)
+        return 2
     problem = from_cli(getattr(args, "no_sandbox", False))
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
@@ -96,6 +99,17 @@ def cmd_resume(args) -> int:
     except TaskError as e:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
+    if args.packs:  # checked before the selection is journalled: a typo must not change the session
+        from harness.packs import discover
+
+        catalog = discover()
+        for pid in (x.strip() for x in args.packs.split(",") if x.strip()):
+            try:
+                catalog.get(pid)
+            except KeyError as e:
+                print(f"warpsmith: --packs: {str(e).strip(chr(34) + chr(39))}; see `warpsmith packs list`",
+                      file=sys.stderr)
+                return 2
     known = RunConfig.__dataclass_fields__
     cfg = RunConfig(**{k: v for k, v in s.meta.options.items() if k in known})
     if args.auto is not None:
@@ -180,6 +194,12 @@ def cmd_export(args) -> int:
     except ImportError:
         export_session = None
     out = Path(args.output)
+    if not out.parent.is_dir():
+        print(f"warpsmith: -o {out}: no such folder {out.parent}", file=sys.stderr)
+        return 2
+    if out.is_dir():
+        print(f"warpsmith: -o {out}: is a folder; give a file name (e.g. {out / 'best_kernel.py'})", file=sys.stderr)
+        return 2
     ws = s.workspace
     if not ws.ever_kept():
         out.write_text(ws.source(ws.baseline))

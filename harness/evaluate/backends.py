@@ -115,7 +115,7 @@ def stall_limit_s(job: EvalJob) -> float:
     """How long a worker may hold one job before it counts as hung (evaluate() has its own, finer
     deadlines; this only catches a worker that stopped answering without dying)."""
     o = job.options
-    return 3 * (float(o.get("import_timeout_s", 180)) + float(o.get("run_timeout_s", 600)))
+    return 3 * (float(o.get("import_timeout_s") or 180) + float(o.get("run_timeout_s") or 600))
 
 
 def lost_verdict(job: EvalJob, message: str, rule: str = "worker-lost") -> dict:

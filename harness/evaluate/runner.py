@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,9 @@ class EvalOptions:
     static: bool = True                  # run the static stage first
     time: bool = True                    # timing stage (GPU only; on CPU: timing unavailable)
     import_timeout_s: float = 180
-    run_timeout_s: float = 600
+    # Seconds one call of the candidate may take (a hang costs at most this); None: the task's
+    # call_timeout_s on the GPU, interpreter_call_timeout_s in the interpreter (harness.tasks).
+    run_timeout_s: float | None = None
     mem_cap_gb: float | None = None      # None: half the machine's RAM, at most 64 GiB
     seed: int | None = None              # secret per-run seed when None (secrets.randbits)
     shapes: list[str] | None = None      # subset by name (default: every shape for the device)
@@ -492,6 +494,8 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
     if not incumbent.is_file():
         raise FileNotFoundError(f"{incumbent}: no such incumbent file")
     on_gpu = _on_gpu(opts)
+    if opts.run_timeout_s is None:
+        opts = replace(opts, run_timeout_s=task.call_timeout_for(on_gpu))
     shapes = _select_shapes(task, on_gpu, opts.shapes)
     source = candidate.read_text()
     run = _Run(task, candidate)
@@ -502,6 +506,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         "device": "cpu (Triton interpreter)", "timing_available": False, "shapes": run.shapes,
         "geomean_speedup": None, "noise_band_pct": None, "recommendation": None, "wall_s": 0.0,
         "violations": [], "notes": run.notes, "output": "", "sandbox": bool(opts.sandbox),
+        "call_timeout_s": opts.run_timeout_s,
     }
     if opts.sandbox:
         from harness.evaluate import sandbox

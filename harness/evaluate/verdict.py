@@ -141,3 +141,36 @@ def cannot_keep_reason(verdict: dict) -> str:
             rules[0] += f", line {lines[0]}"
     more = f" and {len(rules) - 3} more" if len(rules) > 3 else ""
     return f"rejected at {where}" + (f" ({'; '.join(rules[:3])}{more})" if rules else "")
+
+
+def outcome_of(verdict: dict) -> str:
+    """One word for the agent's history: accepted, rejected-static, crashed, incorrect, rejected-STAGE."""
+    if verdict.get("accepted"):
+        return "accepted"
+    stage = verdict.get("stage", "")
+    rules = {r.get("rule", "") for r in verdict.get("reasons", [])}
+    if stage == "static":
+        return "rejected-static"
+    if rules & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
+        return "crashed"
+    if stage == "correctness":
+        return "incorrect"
+    return f"rejected-{stage or 'unknown'}"
+
+
+# A session's tally: one of these per decided candidate. results.tsv's `outcome` column, the
+# headless run's summary and the TUI's bench all count with tally_outcome, so they agree.
+OUTCOMES = ("kept", "reverted", "rejected", "incorrect", "crashed")
+
+
+def tally_outcome(verdict: dict, action: str) -> str:
+    """kept; else why it went: rejected (a static check, a rule or a guard), incorrect, crashed
+    (or hung), or reverted (correct, and not kept)."""
+    if action == "keep":
+        return "kept"
+    outcome = outcome_of(verdict)
+    if outcome in ("incorrect", "crashed"):
+        return outcome
+    if outcome == "accepted":
+        return "reverted"
+    return "rejected"

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from tree_sitter import Node, Query, QueryCursor, QueryError
 
-from harness.paths import user_packs_dir
+from harness.paths import builtin_dir, user_packs_dir
 
 from . import allow as _allow
 from . import dsl as _dsl
@@ -55,7 +55,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILTIN_RULES_DIR = REPO_ROOT / "packs" / "rules"
+BUILTIN_RULES_DIR = builtin_dir("packs") / "rules"
 
 
 @dataclass(frozen=True)

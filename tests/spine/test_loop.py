@@ -92,14 +92,16 @@ def test_keeps_and_reverts_land_in_git_journal_and_results(tmp_path):
     assert [r.split("\t")[4] for r in rows] == ["keep (override)", "revert", "keep (override)"]
 
 
-def test_a_candidate_that_failed_correctness_can_never_be_kept(tmp_path):
+def test_a_candidate_that_failed_correctness_is_reverted_without_asking(tmp_path):
     s = new_session(tmp_path)
-    loop = Loop(s, TASK, TunerAgent(), Scripted("keep"),
+    decider = Scripted("keep")
+    loop = Loop(s, TASK, TunerAgent(), decider,
                 lambda *a: verdict(accepted=False, stage="correctness", can_keep=False), max_iterations=1)
     loop.run()
     d = [r for r in s.journal.read() if r["kind"] == "Decision"][0]
-    assert d["action"] == "revert" and d["by"] == "policy"
-    assert "cannot keep: rejected at the correctness check" in d["reason"]  # names the stage that stopped it
+    assert d["action"] == "revert" and d["by"] == "harness"  # journalled as the harness's decision
+    assert not [r for r in s.journal.read() if r["kind"] == "DecisionNeeded"]
+    assert decider.requests == []  # never asked
     assert "refs/kept/0001" not in s.workspace.refs("refs/")
 
 

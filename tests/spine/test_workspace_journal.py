@@ -45,7 +45,9 @@ def test_results_tsv_is_a_view_of_decisions(tmp_path):
     ]
     write_results_tsv(tmp_path / "results.tsv", records)
     lines = (tmp_path / "results.tsv").read_text().splitlines()
-    assert lines[0].split("\t") == ["iteration", "commit", "verdict", "geomean_speedup", "decision", "description"]
-    assert lines[1].split("\t") == ["1", "abc123", "accepted", "1.2500", "keep", "BLOCK 1 -> 2"]
+    assert lines[0].split("\t") == ["iteration", "commit", "verdict", "geomean_speedup", "decision", "description",
+                                    "outcome"]
+    assert lines[1].split("\t") == ["1", "abc123", "accepted", "1.2500", "keep", "BLOCK 1 -> 2", "kept"]
     assert lines[2].split("\t")[2:5] == ["rejected:static", "n/a", "revert"]
+    assert lines[2].split("\t")[-1] == "rejected"
     assert len(results_rows(records)) == 2

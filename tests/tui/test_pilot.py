@@ -99,33 +99,31 @@ async def test_keep_against_recommendation_asks_and_is_an_override(tmp_path: Pat
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.pause(0.05)
         await pilot.press("y")
-        await wait_until(pilot, lambda: len(decisions(app)) == 2)
+        await wait_until(pilot, lambda: len(decisions(app)) >= 2)  # (#3, rejected, is reverted at once after)
         d = decisions(app)[1]
         assert (d["action"], d["by"], d["override"]) == ("keep", "human", True)
         await pilot.press("q")
 
 
-async def test_a_rejected_candidate_can_never_be_kept(tmp_path: Path):
+async def test_a_rejected_candidate_is_reverted_without_waiting_for_r(tmp_path: Path):
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await decide(pilot, app, "r", 1)
         await decide(pilot, app, "r", 2)
-        await wait_prompt(pilot, app, 3)
-        assert not app.decider.pending.can_keep
-        await pilot.press("k")
-        await pilot.pause(0.2)
-        assert len(decisions(app)) == 2 and app.decider.pending is not None
+        # #3 cannot be kept: nobody is asked, the harness reverts it and says so in the journal
+        await wait_until(pilot, lambda: len(decisions(app)) == 3)
+        d = decisions(app)[2]
+        assert (d["action"], d["by"]) == ("revert", "harness")
+        assert app.decider.pending is None
+        await wait_until(pilot, lambda: app.state.phase == "ended")
         # the rule hit is shown inline, naming the rule, and marked at its line in the diff
         text = screen_text(app)
-        assert "no-torch-fallback" in text
+        assert "no-torch-fallback" in text and "by harness" in text
         await pilot.press("f")
         await pilot.pause(0.05)
         assert app.run_screen.query_one(DiffPane).mode == "full"
         assert "^ no-torch-fallback" in screen_text(app)
-        await pilot.press("r")
-        await wait_until(pilot, lambda: len(decisions(app)) == 3)
-        assert app.state.tally["rejected by rule"] == 1 and app.state.tally["reverted"] == 2
-        await wait_until(pilot, lambda: app.state.phase == "ended")
+        assert app.state.tally["rejected"] == 1 and app.state.tally["reverted"] == 2
         await pilot.press("q")
 
 
@@ -205,8 +203,9 @@ async def test_auto_mode_follows_recommendations(tmp_path: Path):
         assert "AUTO" in screen_text(app)
         await pilot.press("k")  # the open question is still the person's
         await wait_until(pilot, lambda: len(decisions(app)) == 3, timeout=30)
+        # (#3 cannot be kept: the harness reverts it, auto mode or not)
         assert [(d["action"], d["by"]) for d in decisions(app)] == [("keep", "human"), ("revert", "auto"),
-                                                                     ("revert", "auto")]
+                                                                     ("revert", "harness")]
         assert journal_kinds(app, "DecisionMode")[-1]["mode"] == "auto"
         await pilot.press("q")
 

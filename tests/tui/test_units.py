@@ -106,7 +106,7 @@ def test_state_tally_best_history_and_pruning():
         s.apply(ev.IterationStarted(it))
         s.apply(ev.EvalResult(it, v))
         s.apply(ev.Decision(it, action, "human"))
-    assert dict(s.tally) == {"kept": 1, "reverted": 1, "rejected by rule": 1, "incorrect": 1, "crashed": 1}
+    assert dict(s.tally) == {"kept": 1, "reverted": 1, "rejected": 1, "incorrect": 1, "crashed": 1}
     assert s.best_history == [1.25] * 5 and s.best_speedup == 1.25
     for it in range(6, 6 + MAX_TURNS + 2):
         s.apply(ev.IterationStarted(it))

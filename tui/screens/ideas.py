@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -39,7 +40,7 @@ class IdeasScreen(ModalScreen["list[str] | None"]):
                          "prompt)", id="ideas-keys")
 
     def _options(self) -> list[Option]:
-        return [Option(idea, id=str(i)) for i, idea in enumerate(self.ideas)]
+        return [Option(Text(idea), id=str(i)) for i, idea in enumerate(self.ideas)]  # (a str is read as markup)
 
     def _reload(self) -> None:
         ol = self.query_one("#idea-list", OptionList)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -36,7 +37,7 @@ class ModelScreen(ModalScreen["str | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="model-box"):
-            yield Static(f"Agent now: {self.current or '-'} (the switch applies from the next proposal)",
+            yield Static(Text(f"Agent now: {self.current or '-'} (the switch applies from the next proposal)"),
                          id="model-title")
             yield Input(placeholder="tuner | script:DIR | anthropic:MODEL | openai:MODEL | "
                                     "openai-compat:URL#MODEL", id="model-input")
@@ -46,7 +47,7 @@ class ModelScreen(ModalScreen["str | None"]):
             table: DataTable = DataTable(id="model-stats", show_cursor=False)
             table.add_columns("agent:model", "candidates", "broke DSL", "broke a rule")
             for name, s in self.stats.items():
-                table.add_row(name, str(s.candidates), str(s.dsl_breaks), str(s.rule_breaks))
+                table.add_row(Text(name), str(s.candidates), str(s.dsl_breaks), str(s.rule_breaks))
             yield table
             yield Static("Enter  switch     Tab  suggestions (Enter copies one up)     Esc  cancel",
                          id="model-keys")

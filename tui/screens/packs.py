@@ -151,7 +151,7 @@ class PackPickerScreen(ModalScreen["list[str] | None"]):
         missing = [i for i in self.selected if i not in catalog.packs]
         notes = [f"selected but not found: {', '.join(missing)}"] if missing else []
         notes += [str(e) for e in catalog.errors[:3]]
-        self.query_one("#packs-errors", Static).update("\n".join(notes))
+        self.query_one("#packs-errors", Static).update(Text("\n".join(notes)))  # file names, pack errors: not markup
         sl.focus()
         first = next((i for i in range(sl.option_count) if not sl.get_option_at_index(i).disabled), None)
         if first is not None:
@@ -171,7 +171,7 @@ class PackPickerScreen(ModalScreen["list[str] | None"]):
         pid = event.selection.value
         off = pid not in event.selection_list.selected
         note = unselected_enforced_note(pid, self.task_name) if off and pid in self.enforced else ""
-        self.query_one("#packs-note", Static).update(note)
+        self.query_one("#packs-note", Static).update(Text(note))
 
     def action_apply(self) -> None:
         if self.catalog is None:

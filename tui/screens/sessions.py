@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -68,8 +69,8 @@ class SessionsScreen(ModalScreen[None]):
         if not rows:  # where it looked, and how to start one
             self.query_one("#sessions-title", Static).update(no_sessions_message(self.base))
         for r in rows:
-            table.add_row("*" if r.id == self.current else "", r.id, r.task, r.agent, str(r.decided),
-                          str(r.kept), key=r.id)
+            cells = ("*" if r.id == self.current else "", r.id, r.task, r.agent, str(r.decided), str(r.kept))
+            table.add_row(*(Text(c) for c in cells), key=r.id)  # (a str cell is read as markup)
         table.focus()
 
     def action_copy(self) -> None:

@@ -104,6 +104,9 @@ def verdict_head(state: RunState) -> Text:
     """One line above the table: whose verdict it is, and whether a newer candidate is on its way."""
     v = state.verdict
     if v is None:
+        if state.phase == "evaluating" and state.call_timeout_s:
+            return Text(f"evaluating #{state.iteration}: a call may take up to {state.call_timeout_s:g} s",
+                        style="italic")
         return Text("no verdict yet", style="dim")
     previous = is_previous(state)
     t = Text()
@@ -120,6 +123,9 @@ def verdict_head(state: RunState) -> Text:
     if previous:
         t.append(f" · now #{state.iteration}", style="italic")
         t.stylize("dim")
+    if state.phase == "evaluating" and state.call_timeout_s and state.iteration > state.verdict_iteration:
+        t.append(f" · evaluating #{state.iteration}: a call may take up to {state.call_timeout_s:g} s",
+                 style="italic")
     return t
 
 
@@ -267,7 +273,7 @@ class BenchPane(VerticalScroll):
         for i, label in enumerate(COLUMNS):
             table.add_column(label, width=max([len(label)] + [len(r[i]) for r in rows]))
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(c) for c in row))  # (a str cell is read as markup; shape names come from task.toml)
         self.set_class(is_previous(state), "-previous")
         self.query_one("#verdict-head", Static).update(verdict_head(state))
         lineage = lineage_text(state, state.verdict_iteration) if state.verdict is not None else Text("")

@@ -61,7 +61,10 @@ def _build(state: RunState, level: dict[str, int]) -> Text:
 
     if disabled_by_user():  # --no-sandbox: candidate code runs with the person's privileges
         t.append(" NO SANDBOX ", style="bold white on red")
-    t.append(f" {state.phase} " if level["phase"] == 0 else " ", style="italic")
+    phase = state.phase
+    if phase == "evaluating" and state.call_timeout_s:  # how long a hang can hold the run
+        phase += f" ≤{state.call_timeout_s:g}s/call"
+    t.append(f" {phase} " if level["phase"] == 0 else " ", style="italic")
     t.append("│ ", style="dim")
     t.append(state.task or "-", style="bold")
     it = shown_iteration(state)

@@ -1,0 +1,66 @@
+"""The one block a headless run ends with: the tally (counted from the rows of results.tsv, so the
+two agree), the best candidate's speedup per shape with its noise band, the session folder, and the
+commands that come next (export, report, resume)."""
+from __future__ import annotations
+
+from collections import Counter
+
+from harness.evaluate.verdict import OUTCOMES
+from harness.journal import results_rows
+
+
+def _best_lines(records: list[dict]) -> list[str]:
+    verdicts = {r.get("iteration"): r.get("verdict") or {} for r in records if r.get("kind") == "EvalResult"}
+    keeps = [r for r in records if r.get("kind") == "Decision" and r.get("action") == "keep"]
+    timed = any(v.get("timing_available") for v in verdicts.values())
+    if not keeps:
+        why = "" if timed else "; timing unavailable (no GPU: nothing is kept on speed)" if verdicts else ""
+        return [f"  best: the baseline (nothing kept){why}"]
+    last = keeps[-1]
+    v = verdicts.get(last.get("iteration"), {})
+    product, known = 1.0, True
+    for k in keeps:
+        g = verdicts.get(k.get("iteration"), {}).get("geomean_speedup")
+        if isinstance(g, (int, float)) and g > 0:
+            product *= g
+        else:
+            known = False
+    head = f"  best: #{last.get('iteration')} {str(last.get('commit', ''))[:10]}"
+    if not v.get("timing_available"):
+        return [head + "; timing unavailable (kept without a measured speedup)"]
+    g, band = v.get("geomean_speedup"), v.get("noise_band_pct")
+    head += f", geomean {g:.3f}x" if isinstance(g, (int, float)) else ""
+    head += f" ±{band:.1f}%" if isinstance(band, (int, float)) else ""
+    head += " against the incumbent it replaced"
+    if len(keeps) > 1:
+        head += f"; {product:.3f}x the baseline over {len(keeps)} keeps" if known else \
+            f"; against the baseline unknown ({len(keeps)} keeps, one without timing)"
+    out = [head]
+    for s in v.get("shapes", []):
+        sp, noise = s.get("speedup"), s.get("noise_pct")
+        val = f"{sp:.3f}x" if isinstance(sp, (int, float)) else "-"
+        val += f" ±{noise:.1f}%" if isinstance(noise, (int, float)) else ""
+        out.append(f"    {str(s.get('name', '?'))[:28]:<28} {val}")
+    return out
+
+
+def summary_lines(session, ended=None) -> list[str]:
+    """The block, as lines. `ended` is the run's SessionEnded event (None when interrupted)."""
+    from harness.commands.run import resume_command
+
+    records = session.journal.read()
+    rows = results_rows(records)
+    counts = Counter(r["outcome"] for r in rows)
+    started = ended.iterations if ended is not None else max(
+        (r.get("iteration") or 0 for r in records if r.get("kind") == "IterationStarted"), default=0)
+    how = f"session ended: {ended.reason}" if ended is not None else "session interrupted"
+    lines = [f"{how} after {started} iteration{'' if started == 1 else 's'}",
+             "  tally: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in OUTCOMES)
+             + f" ({len(rows)} decided, as in results.tsv)"]
+    lines += _best_lines(records)
+    more = started + 10 if ended is not None and ended.reason == "iterations done" else None
+    lines += [f"  session folder: {session.root}",
+              f"  export the best:  warpsmith sessions export {session.id} -o best_kernel.py",
+              f"  report:           warpsmith report {session.id} -o report.html",
+              f"  resume:           {resume_command(session.id, True, more)}"]
+    return lines
