@@ -11,8 +11,8 @@
    sink to the denominator, applies the inverse RoPE to the last 64 dims, writes bf16.
 
 Configuration: BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES are the preferred point; the wrapper lowers
-stages, then BLOCK_N, until its shared-memory estimate fits the device's opt-in limit, and if
-Triton still reports OutOfResources it moves to the next point (remembered per device).
+stages, then BLOCK_N, until its shared-memory estimate fits the device's opt-in limit and the
+compiled kernel's shared memory does too (checked once per device, before any launch).
 
 Simple on purpose: plain pointer gathers (no TMA), a separate combine launch, one fixed head
 blocking, the split count from a rule of thumb; the agent can pipeline the gathers, fuse the
@@ -147,7 +147,7 @@ def _device(device: torch.device):
 
 def _smem_bytes(block_h, block_n, stages):
     # Pipelined KV tiles (bf16 rows), q (a dot operand kept in shared memory), P, and reduction
-    # scratch: an estimate, checked against Triton's OutOfResources below.
+    # scratch: an estimate, to skip hopeless points; the compiled kernel's figure decides.
     return stages * block_n * D * 2 + block_h * D * 2 + block_h * block_n * 4 + 8192
 
 
@@ -181,11 +181,11 @@ def dsv4_csa_decode(q, kv_window, window_len, comp_cache, indices, sinks, cos, s
     dev = q.device
     n_sms, smem = _device(dev)
     key = (dev, BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES)
-    configs = [_chosen[key]] if key in _chosen else _candidates(smem)
+    chosen = _chosen.get(key)
     topk = indices.shape[1]
     n_keys = WINDOW + topk
     o = torch.empty_like(q)
-    for i, (bh, bn, warps, stages) in enumerate(configs):
+    for bh, bn, warps, stages in [chosen] if chosen else _candidates(smem):
         n_hb = triton.cdiv(H, bh)
         n_blocks = triton.cdiv(n_keys, bn)
         nsplit = max(1, min(n_blocks, triton.cdiv(WAVES * n_sms, B * n_hb)))
@@ -197,20 +197,17 @@ def dsv4_csa_decode(q, kv_window, window_len, comp_cache, indices, sinks, cos, s
                 torch.empty(B, H, nsplit, D, device=dev, dtype=torch.float32),
                 torch.empty(B, H, nsplit, 2, device=dev, dtype=torch.float32))
         po, pml = ws
-        try:
-            _csa_partial[(n_hb, nsplit, B)](
-                q, kv_window, window_len, comp_cache, indices, po, pml,
-                H, topk, keys_per_split, nsplit, SCALE,
-                q.stride(0), q.stride(1), kv_window.stride(0), kv_window.stride(1),
-                comp_cache.stride(0), comp_cache.stride(1), indices.stride(0),
-                W=WINDOW, D=D, BLOCK_H=bh, BLOCK_N=bn, BF16_DOT=q.is_cuda,
-                num_warps=warps, num_stages=stages)
-        except triton.runtime.errors.OutOfResources:
-            if i + 1 == len(configs):
-                raise
-            continue  # the estimate was optimistic on this device: next configuration
-        _chosen[key] = (bh, bn, warps, stages)
-        break
+        args = (q, kv_window, window_len, comp_cache, indices, po, pml, H, topk, keys_per_split, nsplit,
+                SCALE, q.stride(0), q.stride(1), kv_window.stride(0), kv_window.stride(1),
+                comp_cache.stride(0), comp_cache.stride(1), indices.stride(0))
+        meta = dict(W=WINDOW, D=D, BLOCK_H=bh, BLOCK_N=bn, BF16_DOT=q.is_cuda,
+                    num_warps=warps, num_stages=stages)
+        # Compiled first and its shared memory compared with the device's limit: a configuration
+        # that does not fit is skipped, never launched into OutOfResources (once per device).
+        if chosen or not q.is_cuda or _csa_partial.warmup(*args, grid=(1,), **meta).metadata.shared <= smem:
+            break
+    _chosen[key] = (bh, bn, warps, stages)
+    _csa_partial[(n_hb, nsplit, B)](*args, **meta)
     _csa_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
                          D=D, ROPE=ROPE, num_warps=4)
     last_launch.update(grid=(n_hb, nsplit, B), splits=nsplit, config=dict(BLOCK_H=bh, BLOCK_N=bn, NUM_WARPS=warps,
