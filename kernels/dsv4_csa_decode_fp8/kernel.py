@@ -191,11 +191,6 @@ def _candidates(smem):
     return out or [(BLOCK_H, 16, NUM_WARPS, 1)]
 
 
-def _shared_bytes(compiled) -> int:
-    # Triton >= 3 keeps it in .metadata.shared, 2.x in .shared.
-    return getattr(getattr(compiled, "metadata", compiled), "shared", 0)
-
-
 _chosen: dict = {}  # (device, knobs) -> the configuration that compiled there
 _workspace: dict = {}  # (device, B, H, nsplit) -> (partial acc, partial max/sum), reused across calls
 
@@ -238,7 +233,7 @@ def dsv4_csa_decode_fp8(q, kv_window, window_len, comp_cache, indices, sinks, co
                     num_warps=warps, num_stages=stages)
         # Compiled first and its shared memory compared with the device's limit: a configuration
         # that does not fit is skipped, never launched into OutOfResources (once per device).
-        if chosen or not q.is_cuda or _shared_bytes(_csa_fp8_partial.warmup(*args, grid=(1,), **meta)) <= smem:
+        if chosen or not q.is_cuda or _csa_fp8_partial.warmup(*args, grid=(1,), **meta).metadata.shared <= smem:
             break
     _chosen[key] = (bh, bn, warps, stages)
     _csa_fp8_partial[(n_hb, nsplit, B)](*args, **meta)
