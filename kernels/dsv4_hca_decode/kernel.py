@@ -1,4 +1,4 @@
-"""Baseline HCA decode: flash-decoding in two Triton launches.
+"""Baseline HCA decode: flash-decoding in one or two Triton launches.
 
 1. `_hca_partial`, grid (head blocks, splits, batch): each program walks its slice of the combined
    key axis [128 window slots | N128 compressed entries] in two loops (window rows, then the
@@ -7,7 +7,9 @@
    P.V dot, as DeepSeek's kernel does). All 64 heads of Flash share one read of each KV row; Pro's
    128 heads are two head blocks, adjacent in the grid so the second read comes from L2. The key
    axis is split so that the grid covers the GPU about WAVES times even at batch 4.
-2. `_hca_combine`, grid (batch, heads): merges the splits' (max, sum, acc), adds the attention
+   When batch x head blocks fill the GPU alone (e.g. batch 128), there is one split and the same
+   program finishes the heads (`_finish`): one launch, no partials.
+2. `_hca_combine`, grid (batch, heads), only with splits: merges the splits' (max, sum, acc), adds the attention
    sink to the denominator, applies the inverse RoPE to the last 64 dims, writes bf16.
 
 Configuration: BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES are the preferred point; the wrapper lowers
@@ -65,11 +67,33 @@ def _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT: tl.constexpr):
 
 
 @triton.jit
-def _hca_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, nvis_ptr, po_ptr, pml_ptr,
+def _finish(acc, m_i, l_i, heads, hmask, b, sink_ptr, cos_ptr, sin_ptr, o_ptr, so_b, so_h,
+            D: tl.constexpr, ROPE: tl.constexpr, BLOCK_H: tl.constexpr):
+    """The combine's epilogue for a program that saw the whole key axis (one split): add the
+    sink to the denominator, normalise, inverse RoPE on the last 64 dims, write bf16."""
+    sink = tl.load(sink_ptr + heads, mask=hmask, other=0.0)
+    m_max = tl.maximum(m_i, sink)
+    w = tl.where(m_i == float("-inf"), 0.0, tl.exp(m_i - m_max))
+    acc = acc * (w / (l_i * w + tl.exp(sink - m_max)))[:, None]
+    x, y = tl.split(tl.reshape(acc, [BLOCK_H, D // 2, 2]))  # (even, odd) dims of each pair
+    pair = tl.arange(0, D // 2)
+    r = pair - (D - ROPE) // 2  # frequency index of the pair inside the RoPE slice
+    is_rope = r >= 0
+    c = tl.load(cos_ptr + b * (ROPE // 2) + r, mask=is_rope, other=1.0)[None, :]
+    sn = tl.load(sin_ptr + b * (ROPE // 2) + r, mask=is_rope, other=0.0)[None, :]
+    out = tl.join(x * c + y * sn, y * c - x * sn)  # times conj(c + i sn)
+    offs = pair[:, None] * 2 + tl.arange(0, 2)[None, :]
+    tl.store(o_ptr + b * so_b + heads[:, None, None] * so_h + offs[None, :, :], out.to(o_ptr.dtype.element_ty),
+             mask=hmask[:, None, None])
+
+
+@triton.jit
+def _hca_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, nvis_ptr, po_ptr, pml_ptr, sink_ptr, cos_ptr, sin_ptr, o_ptr,
                  H, keys_per_split, nsplit, scale,
                  sq_b, sq_h, sw_b, sw_t, sc_b, sc_t,
                  W: tl.constexpr, D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
-                 BF16_DOT: tl.constexpr):
+                 BF16_DOT: tl.constexpr,
+                 so_b=0, so_h=0, ROPE: tl.constexpr = 64, FUSED: tl.constexpr = False):
     hb = tl.program_id(0)
     split = tl.program_id(1)
     b = tl.program_id(2)
@@ -97,10 +121,13 @@ def _hca_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, nvis_ptr, po_ptr, pml_ptr,
         rows = comp_base + (t - W).to(tl.int64) * sc_t
         kv = tl.load(rows[:, None] + dims[None, :], mask=valid[:, None], other=0.0)
         m_i, l_i, acc = _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT)
-    base = (b * H + heads) * nsplit + split
-    tl.store(po_ptr + base[:, None] * D + dims[None, :], acc, mask=hmask[:, None])
-    tl.store(pml_ptr + base * 2, m_i, mask=hmask)
-    tl.store(pml_ptr + base * 2 + 1, l_i, mask=hmask)
+    if FUSED:  # one split: finish here, no partials and no combine launch
+        _finish(acc, m_i, l_i, heads, hmask, b, sink_ptr, cos_ptr, sin_ptr, o_ptr, so_b, so_h, D, ROPE, BLOCK_H)
+    else:
+        base = (b * H + heads) * nsplit + split
+        tl.store(po_ptr + base[:, None] * D + dims[None, :], acc, mask=hmask[:, None])
+        tl.store(pml_ptr + base * 2, m_i, mask=hmask)
+        tl.store(pml_ptr + base * 2 + 1, l_i, mask=hmask)
 
 
 @triton.jit
@@ -185,26 +212,32 @@ def dsv4_hca_decode(q, kv_window, window_len, comp_cache, n_visible, sinks, cos,
     assert d == D and kv_window.shape[1] == WINDOW
     dev = q.device
     n_sms, smem = _device(dev)
-    key = (dev, BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES)
+    # A full wave of programs without splitting the key axis: one split, finished in the same
+    # launch (no fp32 partials through HBM, no combine launch); else split to cover WAVES x SMs.
+    fused = B * triton.cdiv(H, BLOCK_H) >= n_sms
+    key = (dev, BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, fused)
     chosen = _chosen.get(key)
     n_keys = WINDOW + comp_cache.shape[1]  # the key axis: window slots, then every entry slot
     o = torch.empty_like(q)
     for bh, bn, warps, stages in [chosen] if chosen else _candidates(smem):
         n_hb = triton.cdiv(H, bh)
         n_blocks = triton.cdiv(n_keys, bn)
-        nsplit = max(1, min(n_blocks, triton.cdiv(WAVES * n_sms, B * n_hb)))
+        nsplit = 1 if fused else max(1, min(n_blocks, triton.cdiv(WAVES * n_sms, B * n_hb)))
         keys_per_split = triton.cdiv(n_blocks, nsplit) * bn
         nsplit = triton.cdiv(n_keys, keys_per_split)
         ws = _workspace.get((dev, B, H, nsplit))
-        if ws is None:
+        if ws is None and fused:
+            ws = (o, o)  # not written: the fused epilogue writes o directly
+        elif ws is None:
             ws = _workspace[(dev, B, H, nsplit)] = (
                 torch.empty(B, H, nsplit, D, device=dev, dtype=torch.float32),
                 torch.empty(B, H, nsplit, 2, device=dev, dtype=torch.float32))
         po, pml = ws
-        args = (q, kv_window, window_len, comp_cache, n_visible, po, pml, H, keys_per_split, nsplit, SCALE,
-                q.stride(0), q.stride(1), kv_window.stride(0), kv_window.stride(1), comp_cache.stride(0),
-                comp_cache.stride(1))
+        args = (q, kv_window, window_len, comp_cache, n_visible, po, pml, sinks, cos, sin, o, H,
+                keys_per_split, nsplit, SCALE, q.stride(0), q.stride(1), kv_window.stride(0),
+                kv_window.stride(1), comp_cache.stride(0), comp_cache.stride(1))
         meta = dict(W=WINDOW, D=D, BLOCK_H=bh, BLOCK_N=bn, BF16_DOT=q.is_cuda,
+                    so_b=o.stride(0), so_h=o.stride(1), ROPE=ROPE, FUSED=fused,
                     num_warps=warps, num_stages=stages)
         # Compiled first and its shared memory compared with the device's limit: a configuration
         # that does not fit is skipped, never launched into OutOfResources (once per device).
@@ -212,8 +245,9 @@ def dsv4_hca_decode(q, kv_window, window_len, comp_cache, n_visible, sinks, cos,
             break
     _chosen[key] = (bh, bn, warps, stages)
     _hca_partial[(n_hb, nsplit, B)](*args, **meta)
-    _hca_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
-                         D=D, ROPE=ROPE, num_warps=4)
-    last_launch.update(grid=(n_hb, nsplit, B), splits=nsplit, config=dict(BLOCK_H=bh, BLOCK_N=bn, NUM_WARPS=warps,
-                                                                          NUM_STAGES=stages))
+    if not fused:
+        _hca_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
+                             D=D, ROPE=ROPE, num_warps=4)
+    last_launch.update(grid=(n_hb, nsplit, B), splits=nsplit, fused=fused,
+                       config=dict(BLOCK_H=bh, BLOCK_N=bn, NUM_WARPS=warps, NUM_STAGES=stages))
     return o

@@ -254,3 +254,16 @@ def test_indexer_split_select_is_exact(case, monkeypatch):
     if case == "ties":  # exact tie order too: the single-chunk select gives the same indices
         monkeypatch.setattr(k, "MIN_CHUNK", 1 << 20)
         assert torch.equal(k.dsv4_indexer_topk(*inputs), out)
+
+
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"])
+def test_decode_baseline_finishes_in_one_launch_when_the_batch_fills_the_gpu(name, monkeypatch):
+    """A GPU of 2 SMs: batch x head blocks fill it, so one split and the fused epilogue (sink,
+    normalisation, inverse RoPE) instead of the combine launch; same results."""
+    t, ref, k = parts(name)
+    monkeypatch.setattr(k, "_device", lambda device: (2, 1 << 30))
+    for shape in t.interpreter_shapes[:2]:
+        inputs = ref.make_inputs(shape.dims, BF, 1, "cpu")
+        out = getattr(k, t.entry)(*inputs)
+        assert k.last_launch["fused"] and k.last_launch["splits"] == 1
+        assert compare(t, ref, out, ref.reference(*inputs), inputs, "bfloat16") is None, shape.name
