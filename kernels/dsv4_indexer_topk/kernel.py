@@ -146,6 +146,8 @@ def dsv4_indexer_topk(q_idx, weights, k_idx, n_visible, topk):
     chunk = max(MIN_CHUNK, triton.cdiv(N, max(1, WAVES * _num_sms(dev) // B)))
     chunk = triton.cdiv(chunk, SELECT_BLOCK) * SELECT_BLOCK
     n_chunks = triton.cdiv(N, chunk)
+    if n_chunks == 1:
+        chunk = N  # no padding of the scores' rows
     # Scores are padded to whole chunks (the select kernel indexes rows of n_chunks x chunk).
     scores = torch.empty(B, n_chunks * chunk, device=dev, dtype=torch.float32)
     grid = (B, triton.cdiv(N, BLOCK_N))
