@@ -7,7 +7,7 @@
    P.V dot, as DeepSeek's kernel does). All 64 heads of Flash share one read of each KV row; Pro's
    128 heads are two head blocks, adjacent in the grid so the second read comes from L2. The key
    axis is split so that the grid covers the GPU about WAVES times even at batch 4.
-   When batch x head blocks fill the GPU alone (e.g. batch 128), there is one split and the same
+   When batch x head blocks about fill the GPU alone (FUSE_AT; e.g. batch 128), there is one split and the same
    program finishes the heads (`_finish`): one launch, no partials.
 2. `_csa_combine`, grid (batch, heads), only with splits: merges the splits' (max, sum, acc), adds the attention
    sink to the denominator, applies the inverse RoPE to the last 64 dims, writes bf16.
@@ -31,6 +31,7 @@ BLOCK_N = 64  # keys per loop step
 NUM_WARPS = 8  # warps of the partial kernel (two warpgroups: BLOCK_H x 512 fp32 acc in registers)
 NUM_STAGES = 2  # software-pipeline depth wanted; lowered per device until it fits shared memory
 WAVES = 2  # split the key axis until head blocks x splits x batch >= WAVES x SMs
+FUSE_AT = 0.75  # no split (one launch, no partials) once batch x head blocks fill this share of the SMs
 # DeepSeek V4 constants, not tunables (a tuple, so the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
 SCALE = D ** -0.5
@@ -212,9 +213,9 @@ def dsv4_csa_decode(q, kv_window, window_len, comp_cache, indices, sinks, cos, s
     assert d == D and kv_window.shape[1] == WINDOW
     dev = q.device
     n_sms, smem = _device(dev)
-    # A full wave of programs without splitting the key axis: one split, finished in the same
-    # launch (no fp32 partials through HBM, no combine launch); else split to cover WAVES x SMs.
-    fused = B * triton.cdiv(H, BLOCK_H) >= n_sms
+    # About a full wave of programs without splitting the key axis: one split, finished in the
+    # same launch (no fp32 partials through HBM, no combine launch); else split to cover WAVES x SMs.
+    fused = B * triton.cdiv(H, BLOCK_H) >= FUSE_AT * n_sms
     key = (dev, BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, fused)
     chosen = _chosen.get(key)
     topk = indices.shape[1]
