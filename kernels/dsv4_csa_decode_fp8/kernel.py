@@ -1,30 +1,42 @@
-"""Baseline CSA sparse decode over FlashMLA's FP8 MODEL1 compressed cache: flash-decoding in two
-Triton launches. Same kernel as dsv4_csa_decode's baseline except the gather of a compressed
-entry: 448 e4m3 bytes -> fp32 times their tile's ue8m0 scale (2^(e-127), built from the exponent
-bits), and 64 bf16 RoPE values, at entry j = (block j // 64, slot j % 64) of the sequence's blocks.
+"""Baseline CSA sparse decode over FlashMLA's FP8 MODEL1 compressed cache: flash-decoding in one or
+two Triton launches. Same structure as dsv4_csa_decode's baseline; a compressed entry is read as its
+584 bytes (448 e4m3 + 64 bf16 RoPE + 8 scale bytes) instead of 1024, which is why this variant is
+the faster one on every shape: the same configuration moves fewer bytes through fewer stages of
+shared memory.
 
-1. `_csa_fp8_partial`, grid (batch, splits, head blocks): each program walks its slice of the combined
-   key axis [128 window slots | topk selected entries], gathers the rows (window slot t, or
-   comp_cache[indices[t-128]]), and keeps an online softmax (fp32 max/sum, bf16 P into the P.V dot,
-   as DeepSeek's kernel does). The key axis is split so that batch x splits x head-blocks covers
-   the GPU about twice even at batch 4: small decode batches still use every SM.
-2. `_csa_fp8_combine`, grid (batch, heads): merges the splits' (max, sum, acc), adds the attention
+1. `_csa_fp8_partial`, grid (head blocks, splits, batch): each program walks its slice of the
+   combined key axis [128 window slots | topk selected entries] in two loops (bf16 window rows,
+   then the gathered FP8 entries) and keeps an online softmax over BLOCK_H heads (fp32 max/sum/
+   accumulator, bf16 P into the P.V dot, as DeepSeek's kernel does). An entry is assembled as a
+   [BLOCK_N, 8 tiles, 64] tile: tiles 0-6 its e4m3 bytes times each tile's ue8m0 scale 2^(e-127),
+   tile 7 its 64 bf16 RoPE values; exact in bf16, then the same bf16 tensor-core dots (fp32
+   accumulation) as the bf16 task. Entry j lives at (block j // 64, slot j % 64) of the
+   sequence's blocks.
+   When batch x head blocks about fill the GPU alone (FUSE_AT; e.g. batch 128), there is one split and the same
+   program finishes the heads (`_finish`): one launch, no partials.
+2. `_csa_fp8_combine`, grid (batch, heads), only with splits: merges the splits' (max, sum, acc), adds the attention
    sink to the denominator, applies the inverse RoPE to the last 64 dims, writes bf16.
 
-Simple on purpose: each head block re-reads the shared KV rows (from L2 when lucky); the agent can
-put all heads in one program, pipeline the gathers, or fuse the combine.
+Configuration: BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES are the preferred point; the wrapper lowers
+stages, then BLOCK_N, until its shared-memory estimate fits the device's opt-in limit and the
+compiled kernel's shared memory does too (checked once per device, before any launch).
+
+Simple on purpose: plain pointer gathers (no TMA), dequantisation in registers before the dot (no
+FP8 tensor-core path), a separate combine launch; the
+agent can do better on each.
 """
+import functools
+
 import torch
 import triton
 import triton.language as tl
 
-BLOCK_H = 16  # heads per program (tl.dot needs >= 16 rows)
-BLOCK_N = 32  # keys per loop step
-NUM_WARPS = 4  # warps of the partial kernel
-# Software-pipeline depth of the key loop. Triton's Hopper default (3) asks for 240 KiB of shared
-# memory here, over the H200's 227 KiB per block (OutOfResources on the H200); 2 should fit.
-NUM_STAGES = 2
-WAVES = 2  # split the key axis until batch x splits x head blocks >= WAVES x SMs
+BLOCK_H = 64  # heads per program: Flash's 64 heads read each KV row once
+BLOCK_N = 64  # keys per loop step
+NUM_WARPS = 8  # warps of the partial kernel (two warpgroups: BLOCK_H x 512 fp32 acc in registers)
+NUM_STAGES = 2  # software-pipeline depth wanted; lowered per device until it fits shared memory
+WAVES = 2  # split the key axis until head blocks x splits x batch >= WAVES x SMs
+FUSE_AT = 0.75  # no split (one launch, no partials) once batch x head blocks fill this share of the SMs
 # DeepSeek V4 / FlashMLA MODEL1 constants, not tunables (tuples: the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
 D_NOPE, TILE, ROW_BYTES, CACHE_BLOCK = 448, 64, 576, 64
@@ -34,22 +46,65 @@ last_launch: dict = {}  # grid facts of the latest call, read by bench/dsv4.py
 
 
 @triton.jit
-def _dot(a, b):
-    # fp32 operands (tf32 on the GPU, exact for bf16 values) rather than bf16: Triton 3.9's
-    # interpreter multiplies bf16 dot operands as raw uint16 bits, and a kernel must be the same
-    # code on the GPU and in the interpreter. bf16 operands would halve the registers on the GPU.
-    return tl.dot(a.to(tl.float32), b.to(tl.float32))
+def _dot(a, b, BF16_DOT: tl.constexpr):
+    # BF16_DOT (the GPU): bf16 operands, fp32 accumulation, the tensor cores' full rate. Otherwise
+    # (the CPU interpreter) fp32 operands, exact for bf16 values: Triton 3.9's interpreter
+    # multiplies bf16 dot operands as raw uint16 bits, so there the fp32 path is the correct one.
+    if BF16_DOT:
+        a = a.to(tl.bfloat16)
+        b = b.to(tl.bfloat16)
+    else:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return tl.dot(a, b)
 
 
 @triton.jit
-def _csa_fp8_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_ptr,
-                 H, topk, keys_per_split, nsplit, scale,
-                 sq_b, sq_h, sw_b, sw_t, sc_b, sc_blk,
-                 W: tl.constexpr, D: tl.constexpr, D_NOPE: tl.constexpr, TILE: tl.constexpr,
-                 ROW_BYTES: tl.constexpr, CACHE_BLOCK: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
-    b = tl.program_id(0)
+def _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT: tl.constexpr):
+    """One online-softmax step of BLOCK_H heads over BLOCK_N keys (rows of kv, masked by valid)."""
+    s = _dot(q, tl.trans(kv), BF16_DOT) * scale
+    s = tl.where(valid[None, :], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    # Rows that have seen only -inf keep alpha 0 and p 0 (exp(-inf - -inf) would be NaN).
+    alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m_i - m_new))
+    p = tl.where(m_new[:, None] == float("-inf"), 0.0, tl.exp(s - m_new[:, None]))
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + _dot(p.to(tl.bfloat16), kv, BF16_DOT)
+    return m_new, l_i, acc
+
+
+@triton.jit
+def _finish(acc, m_i, l_i, heads, hmask, b, sink_ptr, cos_ptr, sin_ptr, o_ptr, so_b, so_h,
+            D: tl.constexpr, ROPE: tl.constexpr, BLOCK_H: tl.constexpr):
+    """The combine's epilogue for a program that saw the whole key axis (one split): add the
+    sink to the denominator, normalise, inverse RoPE on the last 64 dims, write bf16."""
+    sink = tl.load(sink_ptr + heads, mask=hmask, other=0.0)
+    m_max = tl.maximum(m_i, sink)
+    w = tl.where(m_i == float("-inf"), 0.0, tl.exp(m_i - m_max))
+    acc = acc * (w / (l_i * w + tl.exp(sink - m_max)))[:, None]
+    x, y = tl.split(tl.reshape(acc, [BLOCK_H, D // 2, 2]))  # (even, odd) dims of each pair
+    pair = tl.arange(0, D // 2)
+    r = pair - (D - ROPE) // 2  # frequency index of the pair inside the RoPE slice
+    is_rope = r >= 0
+    c = tl.load(cos_ptr + b * (ROPE // 2) + r, mask=is_rope, other=1.0)[None, :]
+    sn = tl.load(sin_ptr + b * (ROPE // 2) + r, mask=is_rope, other=0.0)[None, :]
+    out = tl.join(x * c + y * sn, y * c - x * sn)  # times conj(c + i sn)
+    offs = pair[:, None] * 2 + tl.arange(0, 2)[None, :]
+    tl.store(o_ptr + b * so_b + heads[:, None, None] * so_h + offs[None, :, :], out.to(o_ptr.dtype.element_ty),
+             mask=hmask[:, None, None])
+
+
+@triton.jit
+def _csa_fp8_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_ptr, sink_ptr, cos_ptr, sin_ptr, o_ptr,
+                     H, topk, keys_per_split, nsplit, scale,
+                     sq_b, sq_h, sw_b, sw_t, sc_b, sc_blk, si_b,
+                     W: tl.constexpr, D: tl.constexpr, D_NOPE: tl.constexpr, TILE: tl.constexpr,
+                     ROW_BYTES: tl.constexpr, CACHE_BLOCK: tl.constexpr,
+                     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BF16_DOT: tl.constexpr,
+                     so_b=0, so_h=0, ROPE: tl.constexpr = 64, FUSED: tl.constexpr = False):
+    hb = tl.program_id(0)
     split = tl.program_id(1)
-    hb = tl.program_id(2)
+    b = tl.program_id(2)
     heads = hb * BLOCK_H + tl.arange(0, BLOCK_H)
     hmask = heads < H
     dims = tl.arange(0, D)
@@ -60,45 +115,46 @@ def _csa_fp8_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_pt
     acc = tl.zeros([BLOCK_H, D], tl.float32)
     start = split * keys_per_split
     end = tl.minimum(start + keys_per_split, W + topk)
-    for t0 in range(start, end, BLOCK_N):
+    win_base = kvw_ptr + b.to(tl.int64) * sw_b
+    for t0 in range(start, tl.minimum(end, W), BLOCK_N):  # bf16 window slots t < W
         t = t0 + tl.arange(0, BLOCK_N)
-        in_range = t < end
-        is_win = t < W
-        idx = tl.load(idx_ptr + b * topk + (t - W), mask=in_range & (t >= W), other=-1)
-        valid = tl.where(is_win, t < wlen, idx >= 0) & in_range
-        # Two masked loads (one per source) rather than a select between pointers: each row is
-        # read from exactly one place.
-        win_rows = kvw_ptr + b.to(tl.int64) * sw_b + tl.where(is_win, t, 0).to(tl.int64) * sw_t
-        kv = tl.load(win_rows[:, None] + dims[None, :], mask=(valid & is_win)[:, None], other=0.0).to(tl.float32)
-        # FP8 MODEL1 entry: block base, then [448 e4m3 | 64 bf16] at slot*576, scales at 64*576 + slot*8.
+        valid = (t < wlen) & (t < end)
+        kv = tl.load(win_base + t[:, None].to(tl.int64) * sw_t + dims[None, :], mask=valid[:, None], other=0.0)
+        m_i, l_i, acc = _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT)
+    comp_base = comp_ptr + b.to(tl.int64) * sc_b
+    tiles = tl.arange(0, D // TILE)
+    within = tl.arange(0, TILE)
+    for t0 in range(tl.maximum(start, W), end, BLOCK_N):  # FP8 entries indices[t - W]
+        t = t0 + tl.arange(0, BLOCK_N)
+        idx = tl.load(idx_ptr + b * si_b + (t - W), mask=t < end, other=-1)
+        valid = idx >= 0
         j = tl.maximum(idx, 0)
-        blk = comp_ptr + b.to(tl.int64) * sc_b + (j // CACHE_BLOCK).to(tl.int64) * sc_blk
+        blk = comp_base + (j // CACHE_BLOCK).to(tl.int64) * sc_blk
         slot = j % CACHE_BLOCK
         row = blk + slot * ROW_BYTES
-        is_comp = valid & ~is_win
-        nope_m = is_comp[:, None] & (dims[None, :] < D_NOPE)
-        u = tl.load(row[:, None] + dims[None, :], mask=nope_m, other=0)
-        e = tl.load(blk[:, None] + CACHE_BLOCK * ROW_BYTES + slot[:, None] * 8 + dims[None, :] // TILE,
-                    mask=nope_m, other=127)
-        deq = (e.to(tl.int32) << 23).to(tl.float32, bitcast=True)   # ue8m0: 2^(e - 127)
-        nope = u.to(tl.float8e4nv, bitcast=True).to(tl.float32) * deq
+        # The entry as [BLOCK_N, 8 tiles, 64]: tiles 0-6 are e4m3 bytes times their ue8m0 scale
+        # (the 8 scale bytes: 7 scales + a pad byte), tile 7 the 64 bf16 RoPE values. Loads of
+        # 448 + 7 + 128 bytes a row (the tile-7 NoPE slot and the pad scale are masked off).
+        is_nope = tiles[None, :] < D_NOPE // TILE
+        live = valid[:, None] & is_nope
+        u = tl.load(row[:, None, None] + tiles[None, :, None] * TILE + within[None, None, :],
+                    mask=live[:, :, None], other=0)
+        e = tl.load(blk[:, None] + CACHE_BLOCK * ROW_BYTES + slot[:, None] * 8 + tiles[None, :], mask=live, other=0)
+        deq = (e.to(tl.int32) << 23).to(tl.float32, bitcast=True)  # ue8m0: 2^(e - 127)
+        nope = u.to(tl.float8e4nv, bitcast=True).to(tl.float32) * deq[:, :, None]
         rope_ptr = (row + D_NOPE).to(tl.pointer_type(tl.bfloat16))
-        rope = tl.load(rope_ptr[:, None] + (dims[None, :] - D_NOPE),
-                       mask=is_comp[:, None] & (dims[None, :] >= D_NOPE), other=0.0).to(tl.float32)
-        kv += tl.where(dims[None, :] < D_NOPE, nope, rope)
-        s = _dot(q, tl.trans(kv)) * scale
-        s = tl.where(valid[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        # Rows that have seen only -inf keep alpha 0 and p 0 (exp(-inf - -inf) would be NaN).
-        alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m_i - m_new))
-        p = tl.where(m_new[:, None] == float("-inf"), 0.0, tl.exp(s - m_new[:, None]))
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + _dot(p.to(tl.bfloat16), kv)
-        m_i = m_new
-    base = (b * H + heads) * nsplit + split
-    tl.store(po_ptr + base[:, None] * D + dims[None, :], acc, mask=hmask[:, None])
-    tl.store(pml_ptr + base * 2, m_i, mask=hmask)
-    tl.store(pml_ptr + base * 2 + 1, l_i, mask=hmask)
+        rope = tl.load(rope_ptr[:, None] + within[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
+        kv = tl.where(is_nope[:, :, None], nope, rope[:, None, :])
+        # bf16 is exact here: an e4m3 value times a power of two, and the bf16 RoPE values.
+        kv = tl.reshape(kv, [BLOCK_N, D]).to(tl.bfloat16)
+        m_i, l_i, acc = _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT)
+    if FUSED:  # one split: finish here, no partials and no combine launch
+        _finish(acc, m_i, l_i, heads, hmask, b, sink_ptr, cos_ptr, sin_ptr, o_ptr, so_b, so_h, D, ROPE, BLOCK_H)
+    else:
+        base = (b * H + heads) * nsplit + split
+        tl.store(po_ptr + base[:, None] * D + dims[None, :], acc, mask=hmask[:, None])
+        tl.store(pml_ptr + base * 2, m_i, mask=hmask)
+        tl.store(pml_ptr + base * 2 + 1, l_i, mask=hmask)
 
 
 @triton.jit
@@ -132,36 +188,92 @@ def _csa_fp8_combine(po_ptr, pml_ptr, sink_ptr, cos_ptr, sin_ptr, o_ptr, H, nspl
     tl.store(o_ptr + b * so_b + h * so_h + offs, out.to(o_ptr.dtype.element_ty))
 
 
-def _num_sms(device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 132  # the interpreter: pretend to be an H200 so that the split logic is exercised
+@functools.lru_cache(maxsize=None)
+def _device(device: torch.device):
+    """(SM count, opt-in shared memory per block in bytes), once per device."""
+    if device.type != "cuda":
+        return 132, 1 << 30  # the interpreter: an H200's SMs (the split logic runs), no smem limit
+    p = torch.cuda.get_device_properties(device)
+    smem = getattr(p, "shared_memory_per_block_optin", 0) or \
+        triton.runtime.driver.active.utils.get_device_properties(device.index or 0)["max_shared_mem"]
+    return p.multi_processor_count, smem
+
+
+def _smem_bytes(block_h, block_n, stages):
+    # The bf16 window loop's pipelined tiles (1024 B a row) are the larger of the two loops' (an
+    # entry: 512 + 8 + 128 B a row, masked slots included), so this is dsv4_csa_decode's estimate
+    # and the same configuration is chosen for both on every device. Plus q (a dot operand in
+    # shared memory), P, reduction scratch; the compiled kernel's figure decides.
+    return stages * block_n * D * 2 + block_h * D * 2 + block_h * block_n * 4 + 8192
+
+
+def _candidates(smem):
+    """Configurations to try, preferred first: the knobs, then fewer stages, then smaller BLOCK_N."""
+    out = []
+    bn = BLOCK_N
+    while bn >= 16:
+        for st in range(NUM_STAGES, 0, -1):
+            if _smem_bytes(BLOCK_H, bn, st) <= smem:
+                out.append((BLOCK_H, bn, NUM_WARPS, st))
+        bn //= 2
+    return out or [(BLOCK_H, 16, NUM_WARPS, 1)]
+
+
+_chosen: dict = {}  # (device, knobs) -> the configuration that compiled there
+_workspace: dict = {}  # (device, B, H, nsplit) -> (partial acc, partial max/sum), reused across calls
+
+
+def _as_rows(x):
+    return x if x.stride(-1) == 1 else x.contiguous()
 
 
 def dsv4_csa_decode_fp8(q, kv_window, window_len, comp_cache, indices, sinks, cos, sin):
-    q, kv_window, comp_cache = q.contiguous(), kv_window.contiguous(), comp_cache.contiguous()
-    indices, window_len = indices.contiguous(), window_len.contiguous()
-    cos, sin, sinks = cos.contiguous(), sin.contiguous(), sinks.contiguous()
+    # Only the innermost dim must be dense: other strides go to the kernel (no copies per call).
+    q, kv_window, comp_cache, indices = _as_rows(q), _as_rows(kv_window), _as_rows(comp_cache), _as_rows(indices)
+    if not (window_len.is_contiguous() and sinks.is_contiguous() and cos.is_contiguous() and sin.is_contiguous()):
+        window_len, sinks, cos, sin = (x.contiguous() for x in (window_len, sinks, cos, sin))
     B, H, d = q.shape
     assert d == D and kv_window.shape[1] == WINDOW
+    dev = q.device
+    n_sms, smem = _device(dev)
+    # About a full wave of programs without splitting the key axis: one split, finished in the
+    # same launch (no fp32 partials through HBM, no combine launch); else split to cover WAVES x SMs.
+    fused = B * triton.cdiv(H, BLOCK_H) >= FUSE_AT * n_sms
+    key = (dev, BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, fused)
+    chosen = _chosen.get(key)
     topk = indices.shape[1]
     n_keys = WINDOW + topk
-    n_blocks = triton.cdiv(n_keys, BLOCK_N)
-    programs = B * triton.cdiv(H, BLOCK_H)
-    nsplit = max(1, min(n_blocks, triton.cdiv(WAVES * _num_sms(q.device), programs)))
-    keys_per_split = triton.cdiv(n_blocks, nsplit) * BLOCK_N
-    nsplit = triton.cdiv(n_keys, keys_per_split)
-    po = torch.empty(B, H, nsplit, D, device=q.device, dtype=torch.float32)
-    pml = torch.empty(B, H, nsplit, 2, device=q.device, dtype=torch.float32)
-    _csa_fp8_partial[(B, nsplit, triton.cdiv(H, BLOCK_H))](
-        q, kv_window, window_len, comp_cache, indices, po, pml,
-        H, topk, keys_per_split, nsplit, SCALE,
-        q.stride(0), q.stride(1), kv_window.stride(0), kv_window.stride(1),
-        comp_cache.stride(0), comp_cache.stride(1),
-        W=WINDOW, D=D, D_NOPE=D_NOPE, TILE=TILE, ROW_BYTES=ROW_BYTES, CACHE_BLOCK=CACHE_BLOCK, BLOCK_H=BLOCK_H, BLOCK_N=BLOCK_N, num_warps=NUM_WARPS,
-        num_stages=NUM_STAGES)
     o = torch.empty_like(q)
-    _csa_fp8_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
-                         D=D, ROPE=ROPE, num_warps=4)
-    last_launch.update(grid=(B, nsplit, triton.cdiv(H, BLOCK_H)), splits=nsplit)
+    for bh, bn, warps, stages in [chosen] if chosen else _candidates(smem):
+        n_hb = triton.cdiv(H, bh)
+        n_blocks = triton.cdiv(n_keys, bn)
+        nsplit = 1 if fused else max(1, min(n_blocks, triton.cdiv(WAVES * n_sms, B * n_hb)))
+        keys_per_split = triton.cdiv(n_blocks, nsplit) * bn
+        nsplit = triton.cdiv(n_keys, keys_per_split)
+        ws = _workspace.get((dev, B, H, nsplit))
+        if ws is None and fused:
+            ws = (o, o)  # not written: the fused epilogue writes o directly
+        elif ws is None:
+            ws = _workspace[(dev, B, H, nsplit)] = (
+                torch.empty(B, H, nsplit, D, device=dev, dtype=torch.float32),
+                torch.empty(B, H, nsplit, 2, device=dev, dtype=torch.float32))
+        po, pml = ws
+        args = (q, kv_window, window_len, comp_cache, indices, po, pml, sinks, cos, sin, o, H, topk,
+                keys_per_split, nsplit, SCALE, q.stride(0), q.stride(1), kv_window.stride(0),
+                kv_window.stride(1), comp_cache.stride(0), comp_cache.stride(1), indices.stride(0))
+        meta = dict(W=WINDOW, D=D, D_NOPE=D_NOPE, TILE=TILE, ROW_BYTES=ROW_BYTES, CACHE_BLOCK=CACHE_BLOCK,
+                    BLOCK_H=bh, BLOCK_N=bn, BF16_DOT=q.is_cuda,
+                    so_b=o.stride(0), so_h=o.stride(1), ROPE=ROPE, FUSED=fused,
+                    num_warps=warps, num_stages=stages)
+        # Compiled first and its shared memory compared with the device's limit: a configuration
+        # that does not fit is skipped, never launched into OutOfResources (once per device).
+        if chosen or not q.is_cuda or _csa_fp8_partial.warmup(*args, grid=(1,), **meta).metadata.shared <= smem:
+            break
+    _chosen[key] = (bh, bn, warps, stages)
+    _csa_fp8_partial[(n_hb, nsplit, B)](*args, **meta)
+    if not fused:
+        _csa_fp8_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
+                             D=D, ROPE=ROPE, num_warps=4)
+    last_launch.update(grid=(n_hb, nsplit, B), splits=nsplit, fused=fused,
+                       config=dict(BLOCK_H=bh, BLOCK_N=bn, NUM_WARPS=warps, NUM_STAGES=stages))
     return o

@@ -232,3 +232,38 @@ def test_indexer_select_is_exact_with_ties_and_negative_scores(case):
     inputs = (q, w, keys, nv, topk)
     out = k.dsv4_indexer_topk(*inputs)
     assert compare(t, ref, out, ref.reference(*inputs), inputs, "bfloat16") is None
+
+
+@pytest.mark.parametrize("case", ["ties", "negative scores", "long"])
+def test_indexer_split_select_is_exact(case, monkeypatch):
+    """Small chunks force the split top-k (per-chunk candidates, then the merge) that the GPU
+    shapes at 256k-1M take: same exact set, ties still in index order."""
+    t, ref, k = parts("dsv4_indexer_topk")
+    monkeypatch.setattr(k, "MIN_CHUNK", 64)
+    monkeypatch.setattr(k, "SELECT_BLOCK", 32)
+    dims = dict(batch=2, topk=128, ctx=4096, min_ctx=1500) if case == "long" else dict(batch=3, topk=24, ctx=400, min_ctx=20)
+    q, w, keys, nv, topk = ref.make_inputs(dims, BF, 6, "cpu")
+    if case == "ties":
+        keys = keys[:, :5].repeat(1, keys.shape[1] // 5 + 1, 1)[:, :keys.shape[1]].contiguous()
+    elif case == "negative scores":
+        w = -w.abs()
+    inputs = (q, w, keys, nv, topk)
+    out = k.dsv4_indexer_topk(*inputs)
+    assert k.last_launch["select_chunks"] > 1
+    assert compare(t, ref, out, ref.reference(*inputs), inputs, "bfloat16") is None
+    if case == "ties":  # exact tie order too: the single-chunk select gives the same indices
+        monkeypatch.setattr(k, "MIN_CHUNK", 1 << 20)
+        assert torch.equal(k.dsv4_indexer_topk(*inputs), out)
+
+
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"])
+def test_decode_baseline_finishes_in_one_launch_when_the_batch_fills_the_gpu(name, monkeypatch):
+    """A GPU of 2 SMs: batch x head blocks fill it, so one split and the fused epilogue (sink,
+    normalisation, inverse RoPE) instead of the combine launch; same results."""
+    t, ref, k = parts(name)
+    monkeypatch.setattr(k, "_device", lambda device: (2, 1 << 30))
+    for shape in t.interpreter_shapes[:2]:
+        inputs = ref.make_inputs(shape.dims, BF, 1, "cpu")
+        out = getattr(k, t.entry)(*inputs)
+        assert k.last_launch["fused"] and k.last_launch["splits"] == 1
+        assert compare(t, ref, out, ref.reference(*inputs), inputs, "bfloat16") is None, shape.name

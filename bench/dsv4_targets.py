@@ -1,0 +1,286 @@
+"""Issue 19's targets for the DeepSeek V4 decode baselines, judged on one GPU in one run (< 5 min).
+
+Per task (dsv4_csa_decode, dsv4_hca_decode, dsv4_csa_decode_fp8) and shape, prints: HBM roofline
+(bytes_moved / copy bandwidth measured here), eager reference, the baseline with do_bench (CUDA
+events around Python calls, L2 flushed: includes the wrapper's host time when the GPU is faster),
+the baseline under CUDA-graph replay twice (`graph`: 20 calls back to back in one graph, per call,
+how a serving engine runs decode; `cold`: the same with an L2 flush before every call, the flush's
+own graph time subtracted, i.e. GPU time reading from HBM), % of roofline (of `cold`), and:
+  roof40  CSA/HCA >= 40% of roofline (cold) where the roofline is >= 10 us
+  launch  <= 15 us a call under graph replay where the roofline is < 10 us (launch-bound)
+  fp8     dsv4_csa_decode_fp8 no slower than dsv4_csa_decode on the shape (cold, 2% noise margin)
+Then a small sweep over the kernels' module knobs (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WAVES,
+FUSE_AT; a few points, each checked against the reference) on a few shapes, timed `cold`, printing which
+configuration each shape prefers. The indexer (dsv4_indexer_topk) gets one row per shape for context,
+and its split top-k's MIN_CHUNK a 4-point sweep at 256k-1M (the last point: no split).
+
+    PYTHONPATH=. python bench/dsv4_targets.py [--tasks ...] [--no-sweep] [--shapes NAME,...]
+
+Imports only torch, triton and harness.tasks (via bench/dsv4.py): it runs on the bare GPU box.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dsv4 import bench, copy_bandwidth  # noqa: E402
+from harness.tasks import compare, load_module, load_task  # noqa: E402
+
+DECODE = ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"]
+CONTEXT = ["dsv4_indexer_topk"]
+ROOF_FLOOR_US, ROOF_TARGET, LAUNCH_US, FP8_MARGIN = 10.0, 0.40, 15.0, 1.02
+# (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WAVES, FUSE_AT): the committed point first, then a few moves.
+# FUSE_AT 9: never one launch at these batches (always split, then combine).
+SWEEP = [(64, 64, 8, 2, 2, 0.75), (64, 32, 8, 2, 2, 0.75), (64, 64, 8, 1, 2, 0.75), (32, 64, 4, 2, 2, 0.75),
+         (64, 64, 8, 2, 1, 0.75), (64, 64, 8, 2, 4, 0.75), (64, 64, 8, 2, 2, 9)]
+SWEEP_KNOBS = ("BLOCK_H", "BLOCK_N", "NUM_WARPS", "NUM_STAGES", "WAVES", "FUSE_AT")
+SWEEP_SHAPES = ["flash 8k x128", "pro 8k x128", "flash 64k x64"]  # the launch-bound ones do not care
+
+_flush_buf = None
+DEVICE = "cuda"  # "cpu" only in --smoke (the tests: the code path in the interpreter, wall-clock times)
+
+
+def _flush():
+    global _flush_buf
+    if _flush_buf is None:
+        _flush_buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")  # > the 60 MB L2
+    _flush_buf.zero_()
+
+
+def graph_us(fn, calls=20, flush=False, replays=5) -> float:
+    """Per-call GPU time of `calls` calls captured in one CUDA graph (median of `replays` replays).
+    With flush, each call is preceded by an L2 flush whose own graph time is subtracted."""
+    def body():
+        for _ in range(calls):
+            if flush:
+                _flush()
+            if fn is not None:
+                fn()
+    if fn is not None:
+        fn()  # compile, choose the configuration and allocate workspaces outside the capture
+    _flush()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        body()  # warm-up on the capture stream, as torch.cuda.graph's docs ask
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        body()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / calls)
+    del g
+    return statistics.median(times)
+
+
+def cold_us(fn, flush_only_us) -> float:
+    return max(graph_us(fn, flush=True) - flush_only_us, 0.01)
+
+
+def measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us) -> dict:
+    inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
+    expected = ref.reference(*inputs)
+    err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
+    roof = ref.bytes_moved(shape.dims, torch.bfloat16) / bw * 1e6
+    row = dict(task=name, shape=shape.name, roof_us=roof, ok=err is None, error=err,
+               eager_us=bench(lambda: ref.reference(*inputs), rep_ms),
+               bench_us=bench(lambda: kfn(*inputs), rep_ms),
+               graph_us=graph_us(lambda: kfn(*inputs)),
+               cold_us=cold_us(lambda: kfn(*inputs), flush_only_us),
+               config=dict(getattr(kmod, "last_launch", {}).get("config") or {}),
+               splits=getattr(kmod, "last_launch", {}).get("splits"))
+    row["pct_roof"] = 100 * roof / row["cold_us"]
+    del inputs, expected
+    torch.cuda.empty_cache()
+    return row
+
+
+def judge(rows) -> None:
+    bf16 = {r["shape"]: r for r in rows if r["task"] == "dsv4_csa_decode"}
+    for r in rows:
+        marks = []
+        if r["task"] in DECODE:
+            if r["roof_us"] >= ROOF_FLOOR_US:
+                marks.append(f"roof40 {'pass' if r['pct_roof'] >= 100 * ROOF_TARGET else 'FAIL'}")
+            else:
+                marks.append(f"launch {'pass' if r['graph_us'] <= LAUNCH_US else 'FAIL'}")
+        if r["task"] == "dsv4_csa_decode_fp8" and r["shape"] in bf16:
+            marks.append(f"fp8 {'pass' if r['cold_us'] <= FP8_MARGIN * bf16[r['shape']]['cold_us'] else 'FAIL'}")
+        if not r["ok"]:
+            marks.append("check FAIL")
+        r["marks"] = marks
+
+
+def print_table(rows, bw, device=None) -> None:
+    device = device or torch.cuda.get_device_name()
+    print(f"\n## DeepSeek V4 decode baselines against issue 19's targets on {device} "
+          f"(copy bw {bw / 1e12:.2f} TB/s; us per call)")
+    print("| task | shape | roofline | eager | do_bench | graph | cold graph | % roof (cold) | targets | config | KV splits |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|")
+    for r in rows:
+        cfg = "/".join(str(r["config"].get(k, "-")) for k in SWEEP_KNOBS[:4])
+        print(f"| {r['task'].removeprefix('dsv4_')} | {r['shape']} | {r['roof_us']:.1f} | {r['eager_us']:.1f} | "
+              f"{r['bench_us']:.1f} | {r['graph_us']:.1f} | {r['cold_us']:.1f} | {r['pct_roof']:.0f}% | "
+              f"{', '.join(r['marks']) or '-'} | {cfg} | {r.get('splits') or '-'} |")
+    fails = [f"{r['task']} {r['shape']}: {m}" for r in rows for m in r["marks"] if "FAIL" in m]
+    print(f"\ntargets: {sum(len(r['marks']) for r in rows) - len(fails)} pass, {len(fails)} fail"
+          + ("".join(f"\n  FAIL {f}" for f in fails)))
+
+
+def sweep(names, shapes, flush_only_us, shapes_of=lambda task: task.shapes) -> None:
+    print("\n## sweep (cold graph us; config = BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES/WAVES/FUSE_AT, 's' = split + combine; "
+          "'!' wrong output, 'x' error; the chosen point may be lowered to fit shared memory)")
+    for name in names:
+        task = load_task(name, check_null=False)
+        ref = task.load_reference()
+        kmod = load_module(task.baseline_path, f"targets_sweep_{name}")
+        kfn = getattr(kmod, task.entry)
+        base = {k: getattr(kmod, k) for k in SWEEP_KNOBS}
+        for shape in [s for s in shapes_of(task) if s.name in shapes]:
+            t0 = time.time()
+            inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
+            expected = ref.reference(*inputs)
+            results = []
+            for point in SWEEP:
+                for k, v in zip(SWEEP_KNOBS, point):
+                    setattr(kmod, k, v)
+                try:  # one configuration that fails to build must not cost the rest of the sweep
+                    err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
+                    used = "/".join(str(kmod.last_launch["config"][k]) for k in SWEEP_KNOBS[:4]) + \
+                        f"/{point[4]}/{point[5]}" + ("" if kmod.last_launch["fused"] else "s")
+                    us = cold_us(lambda: kfn(*inputs), flush_only_us) if err is None else float("inf")
+                    results.append((us, used, "" if err is None else "!"))
+                except Exception as e:
+                    results.append((float("inf"), "/".join(map(str, point)), f"x {type(e).__name__}"))
+            for k, v in base.items():
+                setattr(kmod, k, v)
+            best = min(results)
+            print(f"sweep {name.removeprefix('dsv4_'):16s} {shape.name:14s} prefers {best[1]:14s} {best[0]:8.1f} us "
+                  f"(committed {results[0][1]} {results[0][0]:.1f} us) | "
+                  + " ".join(f"{c}:{u:.0f}{m}" for u, c, m in results) + f" ({time.time() - t0:.0f}s)", flush=True)
+            del inputs, expected
+            torch.cuda.empty_cache()
+
+
+INDEXER_CHUNKS = [4096, 16384, 65536, 1 << 30]  # MIN_CHUNK points; 1 << 30: no split (one select per row)
+INDEXER_SHAPES = ["flash 256k x16", "flash 1M x4", "pro 1M x4"]
+
+
+def sweep_indexer(shapes, flush_only_us, shapes_of=lambda task: task.shapes) -> None:
+    """The indexer's split top-k: MIN_CHUNK against the unsplit select (cold graph us)."""
+    task = load_task("dsv4_indexer_topk", check_null=False)
+    ref = task.load_reference()
+    kmod = load_module(task.baseline_path, "targets_sweep_indexer")
+    kfn = getattr(kmod, task.entry)
+    base = kmod.MIN_CHUNK
+    for shape in [s for s in shapes_of(task) if s.name in shapes]:
+        inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
+        expected = ref.reference(*inputs)
+        results = []
+        for chunk in INDEXER_CHUNKS:
+            kmod.MIN_CHUNK = chunk
+            err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
+            n = kmod.last_launch.get("select_chunks")
+            results.append((cold_us(lambda: kfn(*inputs), flush_only_us) if err is None else float("inf"), chunk, n,
+                            "" if err is None else "!"))
+        kmod.MIN_CHUNK = base
+        best = min(results)
+        print(f"sweep indexer_topk     {shape.name:14s} prefers MIN_CHUNK {best[1]} ({best[2]} chunks) {best[0]:8.1f} us | "
+              + " ".join(f"{c}x{n}:{u:.0f}{m}" for u, c, n, m in results), flush=True)
+        del inputs, expected
+        torch.cuda.empty_cache()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="issue 19: DeepSeek V4 decode baselines against their targets, on a GPU")
+    ap.add_argument("--tasks", default=",".join(DECODE + CONTEXT))
+    ap.add_argument("--shapes", default="", help="only these shape names (comma-separated)")
+    ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--rep-ms", type=int, default=25)
+    ap.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tests: CPU interpreter
+    args = ap.parse_args(argv)
+    if args.smoke:
+        return smoke(args)
+    if not torch.cuda.is_available():
+        print("bench/dsv4_targets.py: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    names = [t for t in args.tasks.split(",") if t]
+    bad = [n for n in names if n not in DECODE + CONTEXT]
+    if bad:
+        print(f"bench/dsv4_targets.py: --tasks: unknown {bad} (choose from {DECODE + CONTEXT})", file=sys.stderr)
+        return 2
+    only = {s for s in args.shapes.split(",") if s}
+    return run(names, only, args.rep_ms, not args.no_sweep, copy_bandwidth(), torch.cuda.get_device_name())
+
+
+def run(names, only, rep_ms, do_sweep, bw, device_name, shapes_of=lambda task: task.shapes) -> int:
+    flush_only_us = graph_us(None, flush=True)
+    print(f"# {device_name} torch {torch.__version__} copy bw {bw / 1e12:.2f} TB/s, "
+          f"L2 flush {flush_only_us:.1f} us", flush=True)
+    rows = []
+    for name in names:
+        task = load_task(name, check_null=False)
+        ref = task.load_reference()
+        kmod = load_module(task.baseline_path, f"targets_{name}")
+        kfn = getattr(kmod, task.entry)
+        for shape in shapes_of(task):
+            if only and shape.name not in only:
+                continue
+            t0 = time.time()
+            try:
+                r = measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us)
+            except Exception as e:  # one broken shape must not cost the rest of a GPU session
+                print(f"{name:20s} {shape.name:15s} ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+                torch.cuda.empty_cache()
+                continue
+            rows.append(r)
+            print(f"{name:20s} {shape.name:15s} roof {r['roof_us']:7.1f} eager {r['eager_us']:8.1f} do_bench "
+                  f"{r['bench_us']:7.1f} graph {r['graph_us']:7.1f} cold {r['cold_us']:7.1f} us "
+                  f"{r['pct_roof']:5.1f}% {'ok' if r['ok'] else 'FAIL ' + str(r['error'])[:60]} "
+                  f"{r['config']} ({time.time() - t0:.0f}s)", flush=True)
+    judge(rows)
+    print_table(rows, bw, device_name)
+    if do_sweep:
+        sweep([n for n in names if n in DECODE], (only or set(SWEEP_SHAPES)), flush_only_us, shapes_of)
+        if "dsv4_indexer_topk" in names:
+            sweep_indexer(only or set(INDEXER_SHAPES), flush_only_us, shapes_of)
+    return 0 if all(r["ok"] and not any("FAIL" in m for m in r["marks"]) for r in rows) else 1
+
+
+def smoke(args) -> int:
+    """run()'s code path on CPU in the Triton interpreter: the first interpreter shape of each task,
+    wall-clock timers standing in for do_bench and graph replay. For tests; times mean nothing."""
+    global DEVICE, graph_us, bench, SWEEP
+    DEVICE = "cpu"
+
+    def wall(fn, *_a, **_k):
+        t0 = time.perf_counter()
+        if fn is not None:
+            fn()
+        return (time.perf_counter() - t0) * 1e6
+    graph_us = bench = wall
+    SWEEP = SWEEP[:2]
+    names = [t for t in args.tasks.split(",") if t]
+    first = {n: load_task(n, check_null=False).interpreter_shapes[0].name for n in names}
+    return run(names, set(first.values()), 0, not args.no_sweep, 1e12, "CPU interpreter (smoke)",
+               shapes_of=lambda task: task.interpreter_shapes[:1])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

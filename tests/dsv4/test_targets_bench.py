@@ -1,0 +1,58 @@
+"""bench/dsv4_targets.py (issue 19's GPU judge): its verdict rules, and its refusal without a GPU.
+The timing itself needs CUDA graphs on a GPU: the lead runs it there."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import dsv4_targets as targets  # noqa: E402
+
+# The interpreter evaluates both sides of tl.where: exp(-inf - -inf) warns in numpy, is discarded.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+
+
+def row(task, shape, roof, cold, graph, ok=True):
+    return dict(task=task, shape=shape, roof_us=roof, cold_us=cold, graph_us=graph, ok=ok, error=None,
+                eager_us=1.0, bench_us=1.0, pct_roof=100 * roof / cold, config={})
+
+
+def test_judge_applies_the_issue_targets():
+    rows = [row("dsv4_csa_decode", "flash 8k x128", 24.0, 55.0, 50.0),     # 44% of roof: pass
+            row("dsv4_hca_decode", "pro 8k x128", 13.0, 40.0, 38.0),       # 33%: fail
+            row("dsv4_csa_decode", "flash 1M x4", 0.7, 9.0, 14.0),         # launch-bound, 14 us: pass
+            row("dsv4_hca_decode", "flash 1M x4", 0.7, 9.0, 16.0),         # launch-bound, 16 us: fail
+            row("dsv4_csa_decode_fp8", "flash 8k x128", 23.0, 56.0, 50.0),  # 41%, within 2% of bf16: pass
+            row("dsv4_csa_decode_fp8", "flash 1M x4", 0.5, 9.5, 14.0),     # 5.5% slower than bf16: fail
+            row("dsv4_indexer_topk", "flash 8k x128", 5.0, 50.0, 50.0, ok=False)]
+    targets.judge(rows)
+    assert [r["marks"] for r in rows] == [
+        ["roof40 pass"], ["roof40 FAIL"], ["launch pass"], ["launch FAIL"],
+        ["roof40 pass", "fp8 pass"], ["launch pass", "fp8 FAIL"], ["check FAIL"]]
+
+
+def test_table_lists_every_failure(capsys):
+    rows = [row("dsv4_csa_decode", "pro 8k x128", 43.6, 300.0, 290.0)]
+    targets.judge(rows)
+    targets.print_table(rows, 4.2e12, device="test")
+    out = capsys.readouterr().out
+    assert "| csa_decode | pro 8k x128 | 43.6 |" in out and "FAIL dsv4_csa_decode pro 8k x128: roof40 FAIL" in out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
+def test_refuses_without_gpu(capsys):
+    assert targets.main([]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_code_path_runs_in_the_interpreter(capsys):
+    """Every stage (rows, verdicts, table, both sweeps) on the first interpreter shape of each task."""
+    assert targets.main(["--smoke"]) in (0, 1)  # the CPU's wall-clock times may fail the targets
+    out = capsys.readouterr().out
+    for name in ("csa_decode", "hca_decode", "csa_decode_fp8", "indexer_topk"):
+        assert f"| {name} |" in out
+    assert "check FAIL" not in out and "ERROR" not in out
+    assert out.count("prefers") == 4 and "sweep indexer_topk" in out
