@@ -194,8 +194,7 @@ def _device(device: torch.device):
     if device.type != "cuda":
         return 132, 1 << 30  # the interpreter: an H200's SMs (the split logic runs), no smem limit
     p = torch.cuda.get_device_properties(device)
-    smem = getattr(p, "shared_memory_per_block_optin", 0) or \
-        triton.runtime.driver.active.utils.get_device_properties(device.index or 0)["max_shared_mem"]
+    smem = p.shared_memory_per_block_optin  # torch >= 2.2 reports the opt-in limit (232448 on an H200)
     return p.multi_processor_count, smem
 
 
