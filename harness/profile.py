@@ -177,13 +177,14 @@ NCU_METRICS = ["gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_susta
                "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__registers_per_thread"]
 
 
-def ncu_metrics(task: Task, candidate: Path, shape: Shape, timeout_s: int = 300) -> dict[str, Any] | None:
+def ncu_metrics(task: Task, candidate: Path, shape: Shape, timeout_s: int = 300,
+                metrics: list[str] | tuple[str, ...] = tuple(NCU_METRICS)) -> dict[str, Any] | None:
     """Nsight Compute metrics for one shape (None when ncu isn't installed). Runs this module as a
     child under ncu so only the candidate's launches are profiled (--launch-skip warms Triton's JIT)."""
     ncu = shutil.which("ncu")
     if ncu is None:
         return None
-    cmd = [ncu, "--csv", "--metrics", ",".join(NCU_METRICS), "--launch-skip", "3", "--launch-count", "1",
+    cmd = [ncu, "--csv", "--metrics", ",".join(metrics), "--launch-skip", "3", "--launch-count", "1",
            sys.executable, "-m", "harness.profile", "--ncu-child", str(task.root), str(candidate), json.dumps(shape.dims)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     try:

@@ -390,30 +390,15 @@ def kernel_shapes(task: Any, candidate: Path, ceilings: Ceilings | None, measure
 def ncu_detail(task: Any, candidate: Path, timeout_s: int = 300) -> dict:
     """Memory throughput, occupancy and the top stall reasons of the task's kernel on its largest
     shape, from Nsight Compute; a plain note where ncu is absent or can't read the counters."""
-    import os
-    import shutil
-    import subprocess
-    import sys
+    from harness.profile import NCU_METRICS, ncu_metrics
 
-    from harness.profile import NCU_METRICS, parse_ncu_csv
-
-    ncu = shutil.which("ncu")
-    if ncu is None:
+    shape = max(task.shapes, key=lambda s: sum(v for v in s.dims.values() if isinstance(v, (int, float))))
+    m = ncu_metrics(task, candidate, shape, timeout_s, [*NCU_METRICS, *(_STALL.format(r) for r in STALL_REASONS)])
+    if m is None:
         return {"note": "Nsight Compute (ncu) is not on PATH: no hardware counters (memory throughput, "
                         "occupancy, stall reasons) for the task's kernel"}
-    shape = max(task.shapes, key=lambda s: sum(v for v in s.dims.values() if isinstance(v, (int, float))))
-    metrics = [*NCU_METRICS, *(_STALL.format(r) for r in STALL_REASONS)]
-    cmd = [ncu, "--csv", "--metrics", ",".join(metrics), "--launch-skip", "3", "--launch-count", "1",
-           sys.executable, "-m", "harness.profile", "--ncu-child", str(task.root), str(candidate), json.dumps(shape.dims)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        return {"note": f"ncu timed out after {timeout_s} s"}
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["ncu failed"])[-1]
-        return {"note": f"ncu could not read the counters: {last[:240]}"}
-    m = parse_ncu_csv(r.stdout)
+    if "error" in m:
+        return {"note": f"ncu could not read the counters: {m['error'][:240]}"}
     stalls = sorted(((r_, m.get(_STALL.format(r_))) for r_ in STALL_REASONS
                      if isinstance(m.get(_STALL.format(r_)), float)), key=lambda kv: -kv[1])
     return {"shape": shape.name, "kernel": m.get("kernel"),
