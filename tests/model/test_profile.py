@@ -175,13 +175,11 @@ def test_headless_prints_the_profile_hints():
     assert out.getvalue() == "  [2] incumbent profile:\n    4k x 4k: memory-bound at 50%\n"
 
 
-@pytest.mark.parametrize("n, words", [(1, "after 1 iteration\n"), (2, "after 2 iterations\n")])
-def test_headless_session_end_counts_iterations_in_good_english(n, words):
-    import io
-
+@pytest.mark.parametrize("n, words", [(1, "after 1 iteration"), (2, "after 2 iterations")])
+def test_headless_session_end_counts_iterations_in_good_english(n, words, tmp_path):
     from harness import events as ev
-    from harness.headless import Printer
+    from harness.summary import summary_lines
+    from tui.testing import make_session, softmax_task
 
-    out = io.StringIO()
-    Printer(out)(ev.SessionEnded("done", "abcdef0123456", n))
-    assert out.getvalue().endswith(words)
+    lines = summary_lines(make_session(tmp_path, softmax_task()), ev.SessionEnded("done", "abcdef0123456", n))
+    assert lines[0].endswith(words)
