@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
             if not hello.get("ok"):
                 print(f"child start failed ({side}): {hello.get('error')}\n{c.output()[-2000:]}", file=sys.stderr)
                 return 1
+    med = {k: statistics.median(v) for k, v in out["start_s"].items()}
+    # Printed before the evaluations, so a time-boxed run still reports the start cost.
+    print(f"  child start (median of {args.spawns})    on {med['on']:.2f} s   off {med['off']:.2f} s   "
+          f"cost {med['on'] - med['off']:+.3f} s   goal < 0.3 s", flush=True)
     if not args.no_eval:
         for _ in range(args.evals):
             for side in ("on", "off"):

@@ -137,11 +137,12 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     singles = [run_batch("incumbent", 1, False) for _ in range(3)]
     one = vd.median([max(s["wall"] - overhead, 0.1) for s in singles if s]) if any(singles) else 100.0
     n = calls_per_batch(one, in_bytes)
-    alone = []
+    alone, alone_child = [], []
     for _ in range(ALONE_BATCHES):
         s = run_batch("incumbent", n, False)
         if s:
             alone.append(max(s["wall"] - overhead, 0.0) / n)
+            alone_child.append(s["child"] / n)
     for i in range(samples):
         order = list(roles)
         rng.shuffle(order)
@@ -157,7 +158,8 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             d["child_us"].append(s["child"])
             d["per_call_us"].append(net / n)
     return {"roles": res, "n": n, "overhead_us": overhead, "overhead_by_role_us": over,
-            "incumbent_alone_us": vd.median(alone) if alone else None}
+            "incumbent_alone_us": vd.median(alone) if alone else None,
+            "incumbent_alone_child_us": vd.median(alone_child) if alone_child else None}
 
 
 def judge(run: "_Run", entry: dict, m: dict, floor: tuple[float | None, str], dev: dict,
@@ -175,12 +177,25 @@ def judge(run: "_Run", entry: dict, m: dict, floor: tuple[float | None, str], de
         elif d["errors"] or not d["per_call_us"]:
             run.reject("timing", "crashed", f"{tag}{who} failed while being timed: {str((d['errors'] or ['no samples'])[-1])[:300]}")
             return
+    host_bound = []
     for who, d in (("candidate", cand), ("incumbent", inc)):
         net, child = vd.median(d["net_us"]), vd.median(d["child_us"])
-        if abs(child - net) > DISAGREE_PCT / 100 * net + DISAGREE_US:
+        # One-sided: a child can't have spent more GPU time than the harness's clock saw pass
+        # (that figure is a lie). A child figure well below the parent's is the host's launch
+        # overhead, seen on the H200 for ~30 us kernels with ~50 us of Python around each call:
+        # the parent's per-call figure then includes it, for both roles alike (a note, not a
+        # rejection; the decision is on the parent's figures either way).
+        if child > net * (1 + DISAGREE_PCT / 100) + DISAGREE_US:
             run.reject("timing", "timer-disagrees",
-                       f"{tag}{who}: the child reported {child:.1f} µs per batch of {m['n']} calls, the harness's "
-                       f"clock saw {net:.1f} µs (net of {m['overhead_us']:.1f} µs round trip)")
+                       f"{tag}{who}: the child reported {child:.1f} µs per batch of {m['n']} calls, more than the "
+                       f"harness's clock saw pass ({net:.1f} µs net of {m['overhead_us']:.1f} µs round trip)")
+        elif net > child * (1 + DISAGREE_PCT / 100) + DISAGREE_US:
+            host_bound.append(f"{who} {net / m['n']:.1f} µs per call by the harness's clock, {child / m['n']:.1f} "
+                              "µs on the GPU")
+    if host_bound:
+        entry["host_bound"] = ("the calls are host-bound here (launch overhead between calls): "
+                               + "; ".join(host_bound) + ". The speedup is per call as a caller sees it; a "
+                               "GPU-side win smaller than the host's share is invisible")
     c_med, i_med = vd.median(cand["per_call_us"]), vd.median(inc["per_call_us"])
     k = min(len(inc["per_call_us"]), len(cand["per_call_us"]))
     sp, band = vd.speedup_with_band(inc["per_call_us"][:k], cand["per_call_us"][:k])
@@ -193,10 +208,21 @@ def judge(run: "_Run", entry: dict, m: dict, floor: tuple[float | None, str], de
         run.reject("timing", "impossible-time",
                    f"{tag}candidate median {c_med:.2f} µs is below the physical floor {fl:.2f} µs ({why})")
     alone = m.get("incumbent_alone_us")
-    if alone:
+    # Judged on the incumbent child's own figures where it has CUDA events: that process never runs
+    # candidate code, and its GPU time is free of the host jitter that moves the parent's figures
+    # by tens of percent when the calls are host-bound (seen on the H200: +57% for an honest pair).
+    alone_child, i_child = m.get("incumbent_alone_child_us"), vd.median(inc["child_us"]) / max(m["n"], 1)
+    if alone_child and i_child:
+        slowed = (i_child / alone_child - 1) * 100
+        i_med_shown, alone_shown = i_child, alone_child
+    elif alone:
         slowed = (i_med / alone - 1) * 100
+        i_med_shown, alone_shown = i_med, alone
+    else:
+        slowed = None
+    if slowed is not None:
         if slowed > max(SLOWED_MIN_PCT, 3 * band):
             run.reject("timing", "incumbent-slowed",
-                       f"{tag}the incumbent took {i_med:.1f} µs per call next to the candidate but {alone:.1f} µs "
-                       f"alone (+{slowed:.1f}%)")
+                       f"{tag}the incumbent took {i_med_shown:.1f} µs per call next to the candidate but "
+                       f"{alone_shown:.1f} µs alone (+{slowed:.1f}%)")
     entry["incumbent_alone_us"] = round(alone, 3) if alone else None

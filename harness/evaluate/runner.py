@@ -306,8 +306,9 @@ class ChildProcess:
         """Wait for the child's setup answer (sent before any candidate code is imported)."""
         return self.request(None, timeout)[0]
 
-    def request(self, req: dict | None, timeout: float) -> tuple[dict, list]:
-        self.deadline = time.monotonic() + timeout
+    def request(self, req: dict | None, timeout: float | None) -> tuple[dict, list]:
+        # None: the caller built EvalOptions without a task-derived limit (benches); the GPU default.
+        self.deadline = time.monotonic() + (timeout if timeout is not None else 120.0)
         try:
             if req is not None:
                 self.ep.send(req)

@@ -53,10 +53,13 @@ def test_the_decision_is_the_parents_figure_whatever_the_child_reports(judged):
     inc, cand = noisy(120, 40, 0.01, 1), noisy(100, 40, 0.01, 2)
     rules, honest = judged(_m(inc, cand))
     assert rules == set() and honest["speedup"] == pytest.approx(1.2, rel=0.03) and honest["clock"] == "parent"
-    # The candidate's child claims its batches took 40% less: rejected, and the figures are unchanged.
+    # The candidate's child claims its batches took 40% less: the figures that decide are unchanged,
+    # so the lie buys nothing; it reads as host overhead (what honest host-bound calls look like on
+    # the H200), said in the shape's entry, not a rejection.
     rules, forged = judged(_m(inc, cand, child_scale=(1.0, 0.6)))
-    assert "timer-disagrees" in rules and forged["speedup"] == honest["speedup"]
-    # A child that claims more time than the parent saw pass is no better.
+    assert "timer-disagrees" not in rules and forged["speedup"] == honest["speedup"]
+    assert "host-bound" in forged["host_bound"]
+    # A child that claims more GPU time than the parent's clock saw pass is lying: rejected.
     assert "timer-disagrees" in judged(_m(inc, cand, child_scale=(1.0, 1.5)))[0]
     # Small honest differences (sync latency, jitter) are not a disagreement.
     assert "timer-disagrees" not in judged(_m(inc, cand, child_scale=(0.97, 1.03)))[0]
@@ -67,6 +70,13 @@ def test_wrong_timed_outputs_slowed_incumbent_and_impossible_times_are_rejected(
     assert "timed-outputs-correct" in judged(_m(inc, cand, bad=(0, 2)))[0]
     assert "incumbent-slowed" in judged(_m(inc, cand, alone=100.0))[0]
     assert "incumbent-slowed" not in judged(_m(inc, cand, alone=118.0))[0]
+    # With the incumbent child's own GPU figures, those decide: host jitter in the parent's
+    # figures (honest pairs showed +57% on the H200) is not a slowed incumbent.
+    m = _m(inc, cand, alone=60.0)
+    m["incumbent_alone_child_us"] = 118.0
+    assert "incumbent-slowed" not in judged(m)[0]
+    m["incumbent_alone_child_us"] = 90.0
+    assert "incumbent-slowed" in judged(m)[0]
     assert "impossible-time" in judged(_m(inc, cand), floor=(150.0, "bytes / copy bandwidth"))[0]
 
 
@@ -122,7 +132,9 @@ def test_work_deferred_into_the_check_comes_back_wrong(children):
     assert m["roles"]["candidate"]["bad"] >= 1 and "timed-outputs-correct" in rules
 
 
-def test_figures_forged_inside_the_child_disagree_with_the_parents_clock(children):
+def test_figures_forged_inside_the_child_change_nothing_that_decides(children):
     m, rules = _measure(children, "gpu_forged_figures.py")
-    assert "timer-disagrees" in rules
-    assert "harness-patched" in rules  # (the hint fires too; the parent's clock is what holds)
+    cand = m["roles"]["candidate"]
+    # The forged figure is the child's alone; the parent's per-call figures are its own clock's.
+    assert all(c < n for c, n in zip(cand["child_us"], cand["net_us"]))
+    assert "harness-patched" in rules  # the in-process hint fires; the parent's clock is what holds
