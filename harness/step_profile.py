@@ -188,10 +188,21 @@ class _Costs:
         r["flops"] += flops
 
 
-def _dispatch_mode(costs: _Costs):
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+def _flops(func: Any, args: tuple, kwargs: dict, out: Any) -> float:
+    """torch's own flop formula for the op (matmuls, convolutions, attention), else 0."""
     from torch.utils.flop_counter import flop_registry
+
+    fn = flop_registry.get(func._overloadpacket)
+    if fn is None:
+        return 0.0
+    try:
+        return float(fn(*args, **kwargs, out_val=out))
+    except Exception:  # noqa: BLE001 - a formula that can't read these args: no flops known
+        return 0.0
+
+
+def _dispatch_mode(costs: _Costs):
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -204,16 +215,16 @@ def _dispatch_mode(costs: _Costs):
                 return out
             ins, outs = _tensors((args, kwargs)), _tensors(out)
             in_storages = {_storage(t) for t in ins}
-            if outs and all(_storage(t) in in_storages for t in outs) and not func._schema.is_mutable:
+            if func._schema.is_mutable and ins:
+                # In place (add_, copy_, index_put_): the destination is touched where the other
+                # operands land, not whole; a fill with no other operand writes all of it.
+                others = ins[1:]
+                nbytes = 2 * _nbytes(others) if others else _nbytes(ins[:1])
+                costs.add(name, "op", nbytes, _flops(func, args, kwargs, out))
+                return out
+            if outs and all(_storage(t) in in_storages for t in outs):
                 return out  # a view: no kernel, no bytes
-            flops = 0.0
-            fn = flop_registry.get(func._overloadpacket)
-            if fn is not None:
-                try:
-                    flops = float(fn(*args, **kwargs, out_val=out))
-                except Exception:  # noqa: BLE001 - a formula that can't read these args: no flops known
-                    flops = 0.0
-            costs.add(name, "op", _nbytes(ins) + _nbytes(outs), flops)
+            costs.add(name, "op", _nbytes(ins) + _nbytes(outs), _flops(func, args, kwargs, out))
             return out
 
     return Mode()
@@ -254,45 +265,52 @@ def measure_costs(build: Callable[[dict], Any], kernels: dict[str, Callable]) ->
 
 # -- pass 2: GPU time per row (torch.profiler) ----------------------------------------------------
 
-def _row_of(evt: Any) -> tuple[str, str]:
-    if evt.name.startswith(TASK_RANGE):
-        return f"{evt.name[len(TASK_RANGE):]} (task kernel)", "task"
-    return evt.name, "op"
+def _task_of(evt: Any) -> str | None:
+    return evt.name[len(TASK_RANGE):] if evt.name.startswith(TASK_RANGE) else None
 
 
-def _kernels_below(evt: Any) -> list:
-    out = list(evt.kernels)
+def _owned_kernels(evt: Any, task: str | None, out: list) -> None:
+    """(row, kind, kernel) for every kernel under `evt`: a task range claims all below it; else
+    each kernel belongs to the innermost op that launched it (aten::mm, not the aten::matmul
+    around it: the op the cost pass counted bytes and flops for)."""
+    task = task or _task_of(evt)
+    for k in evt.kernels:
+        out.append((f"{task} (task kernel)", "task", k) if task else (evt.name, "op", k))
     for c in evt.cpu_children:
-        out += _kernels_below(c)
-    return out
+        _owned_kernels(c, task, out)
 
 
-def attribute_kernels(events: list, steps: int) -> tuple[dict[str, dict], float, float]:
+def attribute_kernels(events: list, steps: int, task_kernels: dict[str, set[str]] | None = None
+                      ) -> tuple[dict[str, dict], float, float]:
     """{row: {kind, device_us, launches, kernels}} per step from torch.profiler's events, the GPU
     time per step of every kernel, attributed or not, and kernels per step.
 
-    A kernel belongs to the top-level op (or task-kernel range) of the step that launched it. What
-    no op claims (a Triton kernel the workload launches itself) gets a row of its own kernel name,
-    so the rows always add up to every kernel the GPU ran."""
+    A kernel belongs to the op that launched it, or to the task kernel when it ran inside the
+    task's range. Triton launches go through the driver, which the profiler does not tie to the
+    enclosing range: `task_kernels` (the names the task's call launched, profiled on its own)
+    claims those. What nothing claims (a Triton kernel the workload launches itself) gets a row of
+    its own kernel name, so the rows always add up to every kernel the GPU ran."""
     from torch.autograd import DeviceType
 
     times: dict[str, dict] = {}
     claimed: dict[str, float] = {}
+
+    def add(row: str, kind: str, name: str, us: float, launches: float) -> None:
+        r = times.setdefault(row, {"kind": kind, "device_us": 0.0, "launches": 0.0, "kernels": []})
+        r["device_us"] += us
+        r["launches"] += launches
+        if name not in r["kernels"]:
+            r["kernels"].append(name)
+
     for e in events:
         parent = e.cpu_parent
         if e.device_type != DeviceType.CPU or parent is None or parent.name != STEP_RANGE:
             continue
-        ks = _kernels_below(e)
-        if not ks:
-            continue
-        name, kind = _row_of(e)
-        r = times.setdefault(name, {"kind": kind, "device_us": 0.0, "launches": 0.0, "kernels": []})
-        for k in ks:
-            r["device_us"] += k.duration / steps
-            r["launches"] += 1 / steps
+        owned: list = []
+        _owned_kernels(e, None, owned)
+        for row, kind, k in owned:
+            add(row, kind, k.name, k.duration / steps, 1 / steps)
             claimed[k.name] = claimed.get(k.name, 0.0) + k.duration / steps
-            if k.name not in r["kernels"]:
-                r["kernels"].append(k.name)
     total, n = 0.0, 0
     ran: dict[str, list[float]] = {}
     for e in events:
@@ -306,13 +324,39 @@ def attribute_kernels(events: list, steps: int) -> tuple[dict[str, dict], float,
         ran.setdefault(e.name, [0.0, 0.0])
         ran[e.name][0] += us
         ran[e.name][1] += 1 / steps
+    owner = {k: t for t, ks in (task_kernels or {}).items() for k in ks}
     for name, (us, count) in ran.items():
         rest = us - claimed.get(name, 0.0)
         if rest > 1e-3 * max(total, 1e-9):
             share = rest / us if us else 0.0
-            times[f"kernel {name}"] = {"kind": "unattributed", "device_us": rest, "launches": count * share,
-                                       "kernels": [name]}
+            if name in owner:
+                add(f"{owner[name]} (task kernel)", "task", name, rest, count * share)
+            else:
+                add(f"kernel {name}", "unattributed", name, rest, count * share)
     return times, total, n / steps
+
+
+def task_kernel_names(build: Callable[[dict], Any], kernels: dict[str, Callable]) -> dict[str, set[str]]:
+    """The GPU kernels each plugged-in kernel launches, from one workload step in which only its
+    calls run under a profiler (Triton's launches carry no link to the range around them)."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    seen: dict[str, set[str]] = {k: set() for k in kernels}
+
+    def watch(task: str, fn: Callable) -> Callable:
+        def call(*args, **kwargs):
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                out = fn(*args, **kwargs)
+                torch.cuda.synchronize()
+            seen[task] |= {e.name for e in prof.events() if e.device_type != DeviceType.CPU}
+            return out
+        return call
+
+    build({k: watch(k, f) for k, f in kernels.items()}).run()
+    return seen
 
 
 def _events_timer(fn: Callable[[], Any], reps: int) -> float:
@@ -330,7 +374,7 @@ def _events_timer(fn: Callable[[], Any], reps: int) -> float:
     return statistics.median(a.elapsed_time(b) * 1e3 for a, b in zip(starts, ends))
 
 
-def measure_times(workload: Any, steps: int = 10) -> dict[str, Any]:
+def measure_times(workload: Any, steps: int = 10, task_kernels: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """Eager and graph-replayed step times (events, no profiler), then a profiled run."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
@@ -350,7 +394,7 @@ def measure_times(workload: Any, steps: int = 10) -> dict[str, Any]:
             with record_function(STEP_RANGE):
                 workload.run()
         torch.cuda.synchronize()
-    out["times"], out["busy_us"], out["launches"] = attribute_kernels(list(prof.events()), steps)
+    out["times"], out["busy_us"], out["launches"] = attribute_kernels(list(prof.events()), steps, task_kernels)
     if out["graph_us"] is not None:  # how many of an eager step's kernels a graph replay runs
         g = next(iter(graph_timer.graphs.values()))
         with profile(activities=[ProfilerActivity.CUDA]) as gprof:
@@ -443,7 +487,8 @@ def profile_step(task: Any, candidate: Path | None = None, *, device: str | None
     from harness.profile import measure_ceilings
 
     ceilings = ceilings or measure_ceilings()
-    t = measure_times(workload, steps)
+    names = task_kernel_names(lambda ks: mod.build(ks, device), kernels)
+    t = measure_times(workload, steps, names)
     step_us = t["graph_us"] or t["eager_us"]
     rows = build_rows(costs, t["times"], step_us, ceilings)
     busy = sum(r.device_us or 0.0 for r in rows)

@@ -100,3 +100,35 @@ def test_on_a_gpu_the_rows_account_for_the_graph_replayed_step():
     assert 95 <= p.accounted_pct <= 105, format_step_profile(p)
     assert any(r.kind == "task" for r in p.rows)
     assert all(r.gain is None or r.gain >= 1.0 for r in p.rows)
+
+
+def _ev(name, kernels=(), children=(), cpu=True, dur=0.0):
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    e = SimpleNamespace(name=name, device_type=DeviceType.CPU if cpu else DeviceType.CUDA, cpu_parent=None,
+                        kernels=[SimpleNamespace(name=k, duration=d) for k, d in kernels],
+                        cpu_children=list(children), activity_type="kernel",
+                        time_range=SimpleNamespace(start=0.0, end=dur))
+    for c in children:
+        c.cpu_parent = e
+    return e
+
+
+def test_kernels_go_to_the_innermost_op_the_task_range_or_their_own_row():
+    from harness.step_profile import STEP_RANGE, TASK_RANGE, attribute_kernels
+
+    mm = _ev("aten::mm", kernels=[("gemm", 30.0)])
+    matmul = _ev("aten::matmul", children=[mm])
+    task = _ev(TASK_RANGE + "softmax", children=[_ev("aten::empty")])
+    step = _ev(STEP_RANGE, children=[matmul, task])
+    gpu = [_ev("gemm", cpu=False, dur=30.0), _ev("_softmax_kernel", cpu=False, dur=10.0),
+           _ev("_other_triton", cpu=False, dur=5.0)]
+    times, total, launches = attribute_kernels([step, matmul, mm, task, *gpu], 1,
+                                               {"softmax": {"_softmax_kernel"}})
+    # aten::mm, the op whose bytes and flops the cost pass counted, not the aten::matmul around it.
+    assert times["aten::mm"]["device_us"] == 30.0 and "aten::matmul" not in times
+    assert times["softmax (task kernel)"]["device_us"] == 10.0 and times["softmax (task kernel)"]["kind"] == "task"
+    assert times["kernel _other_triton"]["kind"] == "unattributed"
+    assert total == 45.0 and launches == 3
