@@ -1,6 +1,6 @@
 """The red-team catalog: every candidate in candidates/ documents its cheat in its docstring, with
 `Expect:` (rules that must fire; "a | b" means either; "accepted" for honest variants), `Device:`
-(cpu or gpu) and optionally `Shapes:` and `Static:` (static rules that must fire on it when the static
+(cpu or gpu) and optionally `Task:` (default softmax), `Shapes:` and `Static:` (static rules that must fire on it when the static
 stage runs, "a | b" for either; "none" when it gets past the static stage, so the runtime guard in
 `Expect:` is the only line), and `Gap:` (why the harness can't yet reject it as expected: a known
 gap, run as a strict xfail so a fix shows up). Used by test_redteam.py, test_static_layer.py and gpu_suite.py."""
@@ -21,6 +21,7 @@ class Cheat:
     device: str
     shapes: list[str]
     static: list[str] | None = None  # None: not documented
+    task: str = "softmax"             # the built-in task it is a candidate for
     gap: str = ""                     # a known gap: expected to fail the check (strict xfail)
 
     @property
@@ -42,11 +43,12 @@ def parse(path: Path) -> Cheat:
         return m.group(1).strip()
 
     device = field("Device", "cpu")
-    default_shape = "odd rows" if device == "cpu" else "4k x 4k"
+    task = field("Task", "softmax")
+    default_shape = ("odd rows" if device == "cpu" else "4k x 4k") if task == "softmax" else None
     static = field("Static", "")
     return Cheat(path, body, [e.strip() for e in field("Expect").split(",")], device,
                  [s.strip() for s in field("Shapes", default_shape).split(",")],
-                 [s.strip() for s in static.split(",")] if static else None, field("Gap", ""))
+                 [s.strip() for s in static.split(",")] if static else None, gap=field("Gap", ""), task=task)
 
 
 def all_cheats() -> list[Cheat]:
