@@ -6,6 +6,9 @@
 #   tuner      warpsmith run softmax --headless --agent tuner --iterations $TUNER_ITERS --auto
 #   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py)
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
+#   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
+#              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
+#              $HELDOUT_ONLY=a,b for some, $HELDOUT_WORKERS at a time)
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
@@ -79,6 +82,9 @@ EOF
       timeout "$L" python3 "$REPO/bench/compare.py" softmax $k --json "$OUT/compare_softmax.json" 2>&1 | tee "$OUT/compare_softmax.txt" ;;
     redteam) L=$(limit 170) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
+    heldout) L=$(limit ${HELDOUT_TIMEOUT:-240}) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/heldout.py" --workers "${HELDOUT_WORKERS:-3}" --timeout 200 \
+          ${HELDOUT_ONLY:+--only "$HELDOUT_ONLY"} --json "$OUT/heldout.json" 2>&1 | tee "$OUT/heldout.txt" | tail -25 ;;
     timing) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }

@@ -89,8 +89,10 @@ def softmax(x):
 
 
 def keep(inc: list[float], cand: list[float], seed: int) -> tuple[bool, float, float]:
+    """The evaluator's rule for one shape: faster beyond the noise band, with stable samples
+    (verdict.stable: a keep needs each shape's spread under verdict.SPREAD_MAX_PCT)."""
     sp, band = vd.speedup_with_band(inc, cand, seed)
-    return (sp - 1) * 100 > band, sp, band
+    return (sp - 1) * 100 > band and vd.stable(vd.shape_spread(inc, cand)), sp, band
 
 
 def time_req(child: ChildProcess, task, ref_mod, shape, dev: dict, roles: list[str], samples: int, secret: int,
@@ -143,12 +145,15 @@ def run_gpu(args: argparse.Namespace) -> dict:
                                secret, "aa-confirm", t)
                 k, sp, band = keep(res["incumbent"]["event_us"], res["candidate"]["event_us"], 10_000 + t)
             aa.append({"keep": k, "speedup": sp, "band_pct": band,
-                       "median_us": vd.median(res["candidate"]["event_us"])})
+                       "median_us": vd.median(res["candidate"]["event_us"]),
+                       "spread_pct": vd.shape_spread(res["incumbent"]["event_us"], res["candidate"]["event_us"])["spread_pct"]})
         out["aa"] = {"shape": aa_shape.name, "trials": len(aa), "false_keeps": sum(a["keep"] for a in aa),
                      "speedups": [round(a["speedup"], 4) for a in aa],
                      "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in aa), 3),
                      "median_band_pct": round(statistics.median(a["band_pct"] for a in aa), 3),
                      "median_us": round(statistics.median(a["median_us"] for a in aa), 2),
+                     "median_spread_pct": round(statistics.median(a["spread_pct"] for a in aa), 2),
+                     "max_spread_pct": round(max(a["spread_pct"] for a in aa), 2),
                      "seconds": round(time.monotonic() - t0, 1)}
 
         # 2. spread of repeated medians on a >= 100 µs shape
@@ -230,6 +235,9 @@ def print_table(r: dict) -> None:
     print(f"  A/A false-keep rate     {aa['false_keeps']}/{aa['trials']}"
           + (f"  (shape {aa['shape']}, median {aa['median_us']} µs, band ±{aa['median_band_pct']}%, "
              f"largest |gain| {aa['max_abs_gain_pct']}%)" if "shape" in aa else "") + "   goal 0")
+    if "median_spread_pct" in aa:
+        print(f"  sample spread (IQR/med) median {aa['median_spread_pct']}%, largest {aa['max_spread_pct']}% of "
+              f"{aa['trials']} A/A runs   keep bound {vd.SPREAD_MAX_PCT:g}%")
     if "spread" in r:
         s = r["spread"]
         print(f"  spread of medians       {s['spread_pct']}% (max-min)/median, stdev {s['stdev_pct']}%"

@@ -172,7 +172,7 @@ def hard_case_shapes(task: Task, ref_mod: ModuleType, shapes: list[Shape], on_gp
     if not cases or not shapes:
         return []
     ranges = task.heldout.ranges_for(on_gpu) if task.heldout else {}
-    keep = {b.dim for b in task.buckets}
+    keep = {b.dim for b in task.buckets} | {_main_dim(task, ranges)}  # the lengths the kernel's paths key on
     if on_gpu:
         small = [Shape(s.name, shrink(ref_mod, task, s.dims, ranges, keep, HARD_MAX_BYTES_GPU)) for s in shapes]
         return [(c, s) for c in cases for s in small]

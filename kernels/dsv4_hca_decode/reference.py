@@ -91,7 +91,11 @@ def edge_lengths(dims: dict, seed: int) -> torch.Tensor:
     B, ctx, topk = dims["batch"], dims["ctx"], dims.get("topk", 0)
     edges = [1, 2, 3, 4, 5, 8, 127, 128, 129, 255, 256, 257, ctx] + ([4 * topk - 1, 4 * topk, 4 * topk + 4] if topk else [])
     edges = sorted({e for e in edges if 1 <= e <= ctx})
-    return torch.tensor([edges[(b + seed) % len(edges)] for b in range(B)], dtype=torch.int64)
+    # The first sequence is always a first token and the second the longest, whatever the batch.
+    first = [e for e in edges if e <= 5]
+    rest = [e for e in edges if e > 5 and e != ctx] or [ctx]
+    lens = [first[seed % len(first)], ctx] + [rest[(b + seed) % len(rest)] for b in range(max(B - 2, 0))]
+    return torch.tensor(lens[:B], dtype=torch.int64)
 
 
 # Inputs that test the contract (issue 17), checked on every candidate (correctness only): the

@@ -99,6 +99,15 @@ def test_verdict(cheat, verdicts):
         assert all(s["correct"] for s in v["shapes"])
     if cheat.name in ("slow_import", "sys_exit_import"):
         assert v["stage"] == "import"
+    # A rejection on a held-out shape or hard input names it: the shape's dims, or the case.
+    for r in v["reasons"]:
+        if r["rule"] == "heldout-incorrect":
+            failed = [h for h in v["heldout"] if h["correct"] is False]
+            assert any(r["message"].startswith(f"[{h['name']}] ") for h in failed), r["message"]
+            assert all(h["name"].startswith("held-out ") and h["dims"] for h in failed)
+        elif r["rule"] == "hard-case-incorrect":
+            failed = [h for h in v["hard_cases"] if h["correct"] is False]
+            assert any(r["message"].startswith(f"[hard case {h['case']!r} on {h['shape']}") for h in failed)
     assert "WARPSMITH_CANARY" not in repr(v)
 
 
