@@ -1,7 +1,7 @@
 """What a keep must hold beyond a geomean win (issue 25): protected shapes, per-bucket keeps, stable
 timing. The interpreter can't time, so the verdicts here come from synthetic samples pushed through
-the evaluator's own judge (timing_stage.judge_shape), summary, decision rule (runner._finish) and
-keep_policy, exactly as a GPU evaluation does after its timing requests."""
+the evaluator's own deciding judge (parent_clock.judge, the parent's clock), summary, decision rule
+(runner._finish) and keep_policy, exactly as a GPU evaluation does after its timing batches."""
 from __future__ import annotations
 
 import math
@@ -12,11 +12,11 @@ import time
 import pytest
 
 from harness import events as ev
-from harness.evaluate import keep_policy
+from harness.evaluate import keep_policy, parent_clock
 from harness.evaluate import verdict as vd
 from harness.evaluate.correctness import shape_entry
 from harness.evaluate.runner import _finish, _Run
-from harness.evaluate.timing_stage import _summarise, judge_shape
+from harness.evaluate.timing_stage import _summarise
 from harness.tasks import load_task
 
 # Issue 25's finding on the H200: a kernel without tail masks, 1.050x geomean, slower on 3 of 4.
@@ -29,7 +29,7 @@ def samples(mu: float, n: int, sigma: float, seed: int) -> list[float]:
 
 
 def gpu_verdict(task, speedups: dict[str, float], sigma: float = 0.005, noisy: dict[str, float] | None = None) -> dict:
-    """A verdict as evaluate() makes it on a GPU, from 40 interleaved samples per side and shape."""
+    """A verdict as evaluate() makes it on a GPU, from 40 parent-clock batches per side and shape."""
     run = _Run(task, task.baseline_path)
     v = {"accepted": True, "stage": "done", "reasons": run.reasons, "task": task.name, "shapes": run.shapes,
          "timing_available": True, "geomean_speedup": None, "noise_band_pct": None, "recommendation": None,
@@ -41,13 +41,15 @@ def gpu_verdict(task, speedups: dict[str, float], sigma: float = 0.005, noisy: d
         inc_us = 100.0 * (i + 1)
         s = (noisy or {}).get(shape.name, sigma)
 
-        def role(mu, seed):
+        def role(mu, seed, n=10):  # per-call figures of batches of n calls, as parent_clock.measure returns
             xs = samples(mu, 40, s, seed)
-            return {"event_us": xs, "event_all_us": xs, "wall_us": [x + 5 for x in xs], "bad": 0, "checked": 45}
+            net = [x * n for x in xs]
+            return {"per_call_us": xs, "net_us": net, "wall_us": [x + 80 for x in net], "child_us": net,
+                    "bad": 0, "checked": 10, "errors": [], "observed": []}
 
-        reply = {"ok": True, "observed": [], "roles": {"incumbent": role(inc_us, i),
-                                                       "candidate": role(inc_us / speedups[shape.name], 100 + i)}}
-        judge_shape(run, entry, reply, 10.0, (None, ""), None, {}, None)
+        m = {"roles": {"incumbent": role(inc_us, i), "candidate": role(inc_us / speedups[shape.name], 100 + i)},
+             "n": 10, "overhead_us": 80.0, "incumbent_alone_us": None}
+        parent_clock.judge(run, entry, m, (None, ""), {}, None)
     _summarise(v, run, task.shapes)
     return keep_policy.apply(_finish(v, run, time.monotonic(), True), task)
 
