@@ -31,6 +31,12 @@ BYTES_PER_TOKEN = ROW_BYTES + N_TILES + 1           # 584 with the scales and th
 
 def _load_bf16_task():
     path = Path(__file__).resolve().parent.parent / "dsv4_csa_decode" / "reference.py"
+    if not path.is_file():
+        # The evaluator's child gets a copy of this task's folder alone (runner.ChildProcess.stage):
+        # the sibling task is then found where tasks are (./kernels, WARPSMITH_KERNELS, built-in).
+        from harness.tasks import find_task_dir
+
+        path = find_task_dir("dsv4_csa_decode") / "reference.py"
     spec = importlib.util.spec_from_file_location("dsv4_csa_decode_reference_for_fp8", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
