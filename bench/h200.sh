@@ -7,6 +7,9 @@
 #              for each TASK in $TUNER_TASKS (default softmax), at most $TUNER_TIMEOUT s each
 #   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py), per TASK
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
+#   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
+#              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
+#              $HELDOUT_ONLY=a,b for some, $HELDOUT_WORKERS at a time)
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
 #   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
@@ -103,6 +106,9 @@ EOF
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/sandbox_cost.py" --spawns "${SANDBOX_SPAWNS:-2}" ${SANDBOX_SHAPES:+--shapes "$SANDBOX_SHAPES"} --json "$OUT/sandbox_cost.json" \
           2>&1 | tee "$OUT/sandbox_cost.txt" | tail -20 ;;
+    heldout) L=$(limit ${HELDOUT_TIMEOUT:-240}) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/heldout.py" --workers "${HELDOUT_WORKERS:-3}" --timeout 200 \
+          ${HELDOUT_ONLY:+--only "$HELDOUT_ONLY"} --json "$OUT/heldout.json" 2>&1 | tee "$OUT/heldout.txt" | tail -25 ;;
     timing) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }

@@ -126,7 +126,13 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
     for a in loop.history:
         files[a.iteration] = a.meta.get("script_file", "")
     by_file = {files[i]: v for i, v in verdicts.items() if i in files}
+    # What the held-out shapes and hard inputs cost (issue 25): seconds per candidate that ran them,
+    # and their share of those evaluations' wall time.
+    ran = [v for v in by_file.values() if (v.get("phases_s") or {}).get("heldout") is not None]
+    held = sum(v["phases_s"]["heldout"] for v in ran)
     return {"backend": spec, "workers": [f"{w['name']}(gpu {w['gpu']})" for w in workers], "start_s": round(start_s, 1),
+            "heldout_s_per_candidate": round(held / len(ran), 2) if ran else None,
+            "heldout_share_pct": round(held / max(sum(v.get("wall_s") or 0 for v in ran), 1e-9) * 100, 1) if ran else None,
             "wall_s": round(wall, 1), "candidates": len(by_file),
             "per_min": round(len(by_file) / wall * 60, 2) if wall > 0 else None,
             "verdicts": {f: summary(v) for f, v in sorted(by_file.items())}, "device": next(
@@ -192,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
         print(f"{spec:<10} {len(r['workers'])} worker(s) {', '.join(r['workers'])}: start {r['start_s']}s, "
               f"{r['candidates']} candidates in {r['wall_s']}s = {r['per_min']} candidates/min", flush=True)
+        if r["heldout_s_per_candidate"] is not None:
+            print(f"{'':<10} held-out shapes + hard inputs: {r['heldout_s_per_candidate']} s per candidate that ran "
+                  f"them, {r['heldout_share_pct']}% of those evaluations' wall time", flush=True)
     if not results:
         return 1
     ref = results[0]

@@ -91,8 +91,10 @@ def softmax(x):
 
 
 def keep(inc: list[float], cand: list[float], seed: int) -> tuple[bool, float, float]:
+    """The evaluator's rule for one shape: faster beyond the noise band, with stable samples
+    (verdict.stable: a keep needs each shape's spread under verdict.SPREAD_MAX_PCT)."""
     sp, band = vd.speedup_with_band(inc, cand, seed)
-    return (sp - 1) * 100 > band, sp, band
+    return (sp - 1) * 100 > band and vd.stable(vd.shape_spread(inc, cand)), sp, band
 
 
 def time_req(child: ChildProcess, task, ref_mod, shape, dev: dict, roles: list[str], samples: int, secret: int,
@@ -166,7 +168,8 @@ def run_gpu(args: argparse.Namespace) -> dict:
             if k:  # as the evaluator does: a would-be keep must show again in a second measurement
                 inc, cand = aa_samples("aa-confirm", t)
                 k, sp, band = keep(inc, cand, 10_000 + t)
-            aa.append({"keep": k, "speedup": sp, "band_pct": band, "median_us": vd.median(cand)})
+            aa.append({"keep": k, "speedup": sp, "band_pct": band, "median_us": vd.median(cand),
+                       "spread_pct": vd.shape_spread(inc, cand)["spread_pct"]})
         inc_child.close()
         out["aa"] = {"shape": aa_shape.name, "clock": args.aa_clock, "trials": len(aa),
                      "false_keeps": sum(a["keep"] for a in aa),
@@ -174,6 +177,8 @@ def run_gpu(args: argparse.Namespace) -> dict:
                      "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in aa), 3),
                      "median_band_pct": round(statistics.median(a["band_pct"] for a in aa), 3),
                      "median_us": round(statistics.median(a["median_us"] for a in aa), 2),
+                     "median_spread_pct": round(statistics.median(a["spread_pct"] for a in aa), 2),
+                     "max_spread_pct": round(max(a["spread_pct"] for a in aa), 2),
                      "seconds": round(time.monotonic() - t0, 1)}
 
         # 2. spread of repeated medians on a >= 100 µs shape
@@ -256,6 +261,9 @@ def print_table(r: dict) -> None:
           + (f"  ({aa.get('clock', 'child')} clock, shape {aa['shape']}, median {aa['median_us']} µs, "
              f"band ±{aa['median_band_pct']}%, "
              f"largest |gain| {aa['max_abs_gain_pct']}%)" if "shape" in aa else "") + "   goal 0")
+    if "median_spread_pct" in aa:
+        print(f"  sample spread (IQR/med) median {aa['median_spread_pct']}%, largest {aa['max_spread_pct']}% of "
+              f"{aa['trials']} A/A runs   keep bound {vd.SPREAD_MAX_PCT:g}%")
     if "spread" in r:
         s = r["spread"]
         print(f"  spread of medians       {s['spread_pct']}% (max-min)/median, stdev {s['stdev_pct']}%"

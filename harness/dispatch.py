@@ -58,10 +58,14 @@ class BucketResult:
     candidate_us: float | None = None  # geomean over the bucket's measured shapes
     incumbent_us: float | None = None
     speedup: float | None = None
+    # [lo, hi] of the bucket's dim over every shape checked correct in it, listed and held-out: the
+    # exported dispatcher routes only these lengths to the kernel (the default elsewhere).
+    checked: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"bucket": self.bucket, "shapes": self.shapes, "wins": self.wins, "reason": self.reason,
-                "candidate_us": self.candidate_us, "incumbent_us": self.incumbent_us, "speedup": self.speedup}
+                "candidate_us": self.candidate_us, "incumbent_us": self.incumbent_us, "speedup": self.speedup,
+                "checked": self.checked}
 
 
 def _geomean(xs: list[float]) -> float | None:
@@ -91,6 +95,9 @@ def bucket_results(task: Task, verdict: dict, margin: float = 0.0) -> list[Bucke
         mine = [s for s in shapes if b.contains(shape_dims(task, s))]
         names = [s.get("name", "?") for s in mine]
         res = BucketResult(b.name, names, False, "")
+        seen = [shape_dims(task, x).get(b.dim) for x in shapes + list(verdict.get("heldout") or []) if x.get("correct")]
+        seen = [n for n in seen if isinstance(n, int) and b.lo <= n < b.hi]
+        res.checked = [min(seen), max(seen)] if seen else None
         res.candidate_us = _geomean([s.get("candidate_us") for s in mine])
         res.incumbent_us = _geomean([s.get("incumbent_us") for s in mine])
         if res.candidate_us and res.incumbent_us:
@@ -330,6 +337,22 @@ def _default_spec(task: Task) -> tuple[str, str, str | None]:
     return mod, fn, None
 
 
+def checked_span(task: Task, row: TableRow) -> tuple[int, int] | None:
+    """[lo, hi] of the bucket's dim the row's kernel was checked on (listed and held-out shapes),
+    from its measurements; for a record from before held-out checks, its listed shapes' dims."""
+    m = row.measurements or {}
+    if m.get("checked"):
+        lo, hi = m["checked"]
+    else:
+        named = {s.name: s.dims for s in task.shapes + task.interpreter_shapes}
+        seen = [named[n][row.bucket.dim] for n in m.get("shapes", []) if row.bucket.dim in named.get(n, {})]
+        if not seen:
+            return None
+        lo, hi = min(seen), max(seen)
+    lo, hi = max(lo, row.bucket.lo), min(hi, row.bucket.hi - 1)
+    return (lo, hi) if lo <= hi else None
+
+
 def render_dispatcher(task: Task, rows: list[TableRow], sources: dict[str, str], origin: str,
                       axes: dict[str, tuple[int, int]] | None = None) -> str:
     """The module's text. `sources` maps commit -> kernel source for every non-default row."""
@@ -342,13 +365,15 @@ def render_dispatcher(task: Task, rows: list[TableRow], sources: dict[str, str],
     for r in rows:
         if r.commit and r.commit not in modnames:
             modnames[r.commit] = f"warpsmith_dispatch_{tag}_k{len(modnames)}_{r.commit[:12]}"
-    header = ["| bucket | range | runs | kernel us | incumbent us | speedup | shapes measured |",
-              "|---|---|---|---|---|---|---|"]
+    header = ["| bucket | range | runs | kernel us | incumbent us | speedup | shapes measured | routed to it |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m = r.measurements or {}
+        span = checked_span(task, r) if r.commit else None
+        routed = "-" if not r.commit else (f"{r.bucket.dim} in [{span[0]}, {span[1]}]" if span else "none (unchecked)")
         header.append(f"| {r.bucket.name} | {_range(r.bucket)} | {r.label} | "
                       f"{_fmt(m.get('candidate_us'), '.1f')} | {_fmt(m.get('incumbent_us'), '.1f')} | "
-                      f"{_fmt(m.get('speedup'), '.3f')} | {', '.join(m.get('shapes', [])) or '-'} |")
+                      f"{_fmt(m.get('speedup'), '.3f')} | {', '.join(m.get('shapes', [])) or '-'} | {routed} |")
     axis_lines = [f"    {dim}: size of input {i}, axis {a}" for dim, (i, a) in sorted(axes.items())]
     doc = "\n".join([
         f"warpsmith dispatcher for task {task.name!r}: call `{task.entry}(...)` as the task's kernels are called.",
@@ -359,7 +384,8 @@ def render_dispatcher(task: Task, rows: list[TableRow], sources: dict[str, str],
         "",
         *header,
         "",
-        f"Shapes in no bucket, and buckets marked 'default', run the default: {dmod}:{dfn}.",
+        f"Shapes in no bucket, buckets marked 'default', and lengths of a bucket outside the range its kernel",
+        f"was checked on (listed and held-out shapes: 'routed to it') run the default: {dmod}:{dfn}.",
         "Buckets are tried in this order; the first that contains the call wins.",
         "Times are the evaluator's per-shape medians when the kernel was kept (geomean over the bucket's",
         "shapes; 'incumbent' is what it was timed against then); n/a where timing was unavailable.",
@@ -376,12 +402,16 @@ def render_dispatcher(task: Task, rows: list[TableRow], sources: dict[str, str],
     lines.append("}")
     default_mod = dname if dsrc is not None else dmod
     lines.append(f"DEFAULT = ({default_mod!r}, {dfn!r}, {dsrc is not None})")
-    lines.append("# (bucket, input index, axis, lo, hi, module or None for the default, label)")
+    lines.append("# (bucket, input index, axis, lo, hi, module or None for the default, label); a kept kernel's")
+    lines.append("# row covers only the lengths it was checked on, the bucket's default row the rest")
     lines.append("TABLE = [")
     for r in rows:
         i, a = axes[r.bucket.dim]
         mod = modnames.get(r.commit) if r.commit else None
-        lines.append(f"    ({r.bucket.name!r}, {i}, {a}, {r.bucket.lo}, {r.bucket.hi}, {mod!r}, {r.label!r}),")
+        span = checked_span(task, r) if mod else None
+        if span:
+            lines.append(f"    ({r.bucket.name!r}, {i}, {a}, {span[0]}, {span[1] + 1}, {mod!r}, {r.label!r}),")
+        lines.append(f"    ({r.bucket.name!r}, {i}, {a}, {r.bucket.lo}, {r.bucket.hi}, None, 'default'),")
     lines.append("]")
     lines.append(_RUNTIME.replace("ENTRY_NAME", task.entry))
     return "\n".join(lines) + "\n"
@@ -477,7 +507,10 @@ def export_session(session, out: Path, task: Task | None = None) -> int:
     out.write_text(text)
     print(f"wrote a dispatcher for {task.name} to {out}, routing each call by bucket:")
     for r in rows:
-        print(f"  {r.bucket.name:<24} {_range(r.bucket):<28} -> {r.label}")
+        span = checked_span(task, r) if r.commit else None
+        only = f" for {r.bucket.dim} in [{span[0]}, {span[1]}] (checked), default elsewhere" if span else (
+            " nowhere (no checked length): default" if r.commit else "")
+        print(f"  {r.bucket.name:<24} {_range(r.bucket):<28} -> {r.label}{only}")
     dmod, dfn, _ = _default_spec(task)
     print(f"  elsewhere -> default ({dmod}:{dfn})")
     return 0

@@ -132,7 +132,9 @@ class Printer:
                 self._line(row)
         elif isinstance(e, ev.Recommendation):
             if e.can_keep:  # (a rejection's reasons are the verdict's lines above: said once)
-                self._line(f"  [{e.iteration}] recommend {e.action}: {e.reason}")
+                b = (self.verdicts.get(e.iteration, {}).get("recommendation") or {}).get("buckets")
+                what = f"keep for buckets {', '.join(b)}" if b else e.action
+                self._line(f"  [{e.iteration}] recommend {what}: {e.reason}")
             else:
                 self._line(f"  [{e.iteration}] cannot be kept: {cannot_keep_reason(self.verdicts.get(e.iteration, {}))}")
         elif isinstance(e, ev.Decision):
@@ -220,8 +222,9 @@ class StdinDecider:
             self._say(f"    … {more} more line{'' if more == 1 else 's'}; full diff: {where}")
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
-        default = "y" if request.action == "keep" else "n"
         buckets = bool(self.task is not None and self.task.buckets and request.can_keep)
+        recommended_b = buckets and (request.verdict.get("recommendation") or {}).get("buckets")
+        default = "y" if request.action == "keep" else ("b" if recommended_b else "n")
         self.show_diff(request)
         if request.can_keep:
             question = (f"  keep candidate {request.iteration}? [y/n{'/b' if buckets else ''}, default {default}, "

@@ -51,7 +51,11 @@ class AutoDecider:
     """Follows the harness's recommendation (`--auto`)."""
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
-        return DecisionReply(request.action, by="auto")
+        # A recommendation may name buckets to keep the candidate for (a geomean win that slows a
+        # protected shape: harness.evaluate.keep_policy); following it keeps it for those only.
+        buckets = list((request.verdict.get("recommendation") or {}).get("buckets") or [])
+        return DecisionReply(request.action, by="auto", buckets=buckets if request.can_keep else [],
+                             reason=f"kept for buckets {', '.join(buckets)} only, as recommended" if buckets else "")
 
 
 def summarize_verdict(verdict: dict) -> str:

@@ -50,10 +50,40 @@ class Shape:
     dims: dict[str, int]
     tags: tuple[str, ...] = ()
     weight: float = 1.0
+    # No keep may slow a protected shape beyond its noise band (task.toml `protected`; long-context
+    # shapes by default): a geomean win that does is kept per bucket at most (evaluate.keep_policy).
+    protected: bool = False
 
     @property
     def long(self) -> bool:
         return "long" in self.tags
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """task.toml `[heldout]`: where the shapes no [[shapes]] lists are drawn from, each evaluation
+    anew with its secret seed, and checked for correctness only (harness.evaluate.heldout).
+
+    `ranges` maps a dim to inclusive (lo, hi) bounds on the GPU, `interpreter` likewise where only
+    Triton's interpreter runs; a bound may name another dim (`min_ctx = [1, "ctx"]`). Dims not named
+    keep the value of a listed shape. `max_bytes` caps one shape's inputs (the other dims shrink to
+    fit); `max_shapes` caps how many are checked per evaluation."""
+
+    ranges: dict[str, tuple]
+    interpreter: dict[str, tuple]
+    max_bytes: int = 256 * 2**20
+    interpreter_max_bytes: int = 4 * 2**20
+    max_shapes: int | None = None
+    interpreter_max_shapes: int | None = 8
+
+    def ranges_for(self, on_gpu: bool) -> dict[str, tuple]:
+        return self.ranges if on_gpu else self.interpreter
+
+    def max_bytes_for(self, on_gpu: bool) -> int:
+        return self.max_bytes if on_gpu else self.interpreter_max_bytes
+
+    def max_shapes_for(self, on_gpu: bool) -> int | None:
+        return self.max_shapes if on_gpu else self.interpreter_max_shapes
 
 
 @dataclass(frozen=True)
@@ -94,6 +124,7 @@ class Task:
     e2e: str | None = None  # file name of an end-to-end workload, relative to root
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     interpreter_call_timeout_s: float = DEFAULT_INTERPRETER_CALL_TIMEOUT_S
+    heldout: HeldOut | None = None  # [heldout]: ranges of the shapes checked but never listed
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -206,12 +237,74 @@ def _shape_list(data: dict, key: str, path: Path, required: bool) -> list[Shape]
         weight = s.get("weight", 1.0)
         if not isinstance(weight, (int, float)) or weight <= 0:
             raise TaskError(path, f"{where}.weight", "must be a positive number")
-        shapes.append(Shape(name, dict(dims), tuple(tags), float(weight)))
+        protected = s.get("protected", "long" in tags)
+        if not isinstance(protected, bool):
+            raise TaskError(path, f"{where}.protected", "must be true or false")
+        shapes.append(Shape(name, dict(dims), tuple(tags), float(weight), protected))
     names = [s.name for s in shapes]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise TaskError(path, key, f"duplicate shape names: {sorted(dup)}")
     return shapes
+
+
+_HELDOUT_KEYS = ("max_bytes", "max_shapes", "interpreter")
+
+
+def _heldout_ranges(raw: dict, where: str, path: Path, shapes: list[Shape]) -> dict[str, tuple]:
+    """The dim ranges of one [heldout] table: `dim = [lo, hi]`, inclusive, positive integers or the
+    name of another ranged dim whose bounds are numbers. Every ranged dim is a dim of every shape."""
+    ranges: dict[str, tuple] = {}
+    for dim, v in raw.items():
+        if dim in _HELDOUT_KEYS:
+            continue
+        key = f"{where}.{dim}"
+        if not (isinstance(v, list) and len(v) == 2
+                and all(isinstance(b, str) or (isinstance(b, int) and not isinstance(b, bool) and b > 0) for b in v)):
+            raise TaskError(path, key, f"must be [lo, hi]: positive integers, or another dim's name, got {v!r}")
+        missing = [s.name for s in shapes if dim not in s.dims]
+        if missing:
+            raise TaskError(path, key, f"{dim!r} is not a dim of shape {missing[0]!r}")
+        if all(isinstance(b, int) for b in v) and v[0] > v[1]:
+            raise TaskError(path, key, f"lo {v[0]} is above hi {v[1]}")
+        ranges[dim] = (v[0], v[1])
+    for dim, bounds in ranges.items():
+        for b in bounds:
+            if isinstance(b, str) and (b == dim or b not in ranges or not all(isinstance(x, int) for x in ranges[b])):
+                raise TaskError(path, f"{where}.{dim}", f"bound {b!r} must name another dim of this table "
+                                                        "whose own bounds are numbers")
+    return ranges
+
+
+def _positive(raw: dict, key: str, where: str, path: Path) -> int | None:
+    v = raw.get(key)
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
+        raise TaskError(path, f"{where}.{key}", f"must be a positive integer, got {v!r}")
+    return v
+
+
+def _heldout(data: dict, path: Path, shapes: list[Shape], interp: list[Shape]) -> HeldOut | None:
+    raw = data.get("heldout")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TaskError(path, "heldout", "must be a table of dim = [lo, hi] ranges")
+    ranges = _heldout_ranges(raw, "heldout", path, shapes)
+    sub = raw.get("interpreter")
+    if sub is not None and not isinstance(sub, dict):
+        raise TaskError(path, "heldout.interpreter", "must be a table of dim = [lo, hi] ranges")
+    if sub is None:  # the GPU's ranges, capped at what the interpreter shapes already take
+        top = {d: max(s.dims[d] for s in interp) for d in ranges if all(d in s.dims for s in interp)}
+        iranges = {d: tuple(min(b, top[d]) if isinstance(b, int) else b for b in r) for d, r in ranges.items() if d in top}
+    else:
+        iranges = _heldout_ranges(sub, "heldout.interpreter", path, interp)
+    kw: dict[str, Any] = {}  # the limits given; the rest keep HeldOut's defaults
+    for key in ("max_bytes", "max_shapes"):
+        if (v := _positive(raw, key, "heldout", path)) is not None:
+            kw[key] = v
+        if (v := _positive(sub or {}, key, "heldout.interpreter", path)) is not None:
+            kw[f"interpreter_{key}"] = v
+    return HeldOut(ranges, iranges, **kw)
 
 
 def _str(data: dict, key: str, path: Path, default: str | None = None) -> str:
@@ -285,12 +378,13 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
         if not (root / fname).is_file():
             raise TaskError(root / fname, "", "missing (every task needs reference.py and kernel.py)")
     check_baseline_defines_entry(root / "kernel.py", entry)
+    heldout = _heldout(data, path, shapes, interp)
     task = Task(
         name=name, summary=str(data.get("summary", "")), dsl=dsl, entry=entry, dtypes=list(dtypes),
         shapes=shapes, interpreter_shapes=interp, tolerance=tolerance, root=root,
         rules=list(data.get("rules", [])), models=list(data.get("models", [])),
         cuda_graphs=bool(data.get("cuda_graphs", True)), buckets=buckets,
-        default=data.get("default"), e2e=data.get("e2e"), raw=data, **limits,
+        default=data.get("default"), e2e=data.get("e2e"), heldout=heldout, raw=data, **limits,
     )
     try:
         ref = task.load_reference()
@@ -299,9 +393,46 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     for fn in ("make_inputs", "reference"):
         if not callable(getattr(ref, fn, None)):
             raise TaskError(task.reference_path, fn, "must define this function")
+    cases = hard_cases(ref)
+    if cases is None:
+        raise TaskError(task.reference_path, "HARD_CASES", "must be a dict of case name -> what it tests")
     if check_null:
         check_null_outputs_fail(task, ref)
+        check_hard_cases(task, ref)
     return task
+
+
+def hard_cases(ref_mod: ModuleType) -> dict[str, str] | None:
+    """reference.py's HARD_CASES ({name: what it tests}; {} when it declares none), None if malformed.
+
+    The hook: the harness calls make_inputs(dims, dtype, seed, device) with dims["case"] set to a
+    case's name; make_inputs builds that case's inputs (values ~1e4, -inf masks, the positions and
+    sinks a model really has...). Every candidate is checked on every case (correctness only)."""
+    cases = getattr(ref_mod, "HARD_CASES", {})
+    if not isinstance(cases, dict) or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in cases.items()):
+        return None
+    return dict(cases)
+
+
+def check_hard_cases(task: Task, ref_mod: ModuleType | None = None) -> None:
+    """Refuse a hard case no kernel could pass: its reference output has NaN or Inf on an
+    interpreter shape (e.g. a softmax row masked entirely), or building it fails."""
+    import torch
+
+    ref_mod = ref_mod or task.load_reference()
+    for case in hard_cases(ref_mod) or {}:
+        for shape in task.interpreter_shapes:
+            try:
+                inputs = ref_mod.make_inputs({**shape.dims, "case": case}, getattr(torch, task.dtypes[0]), 0, "cpu")
+                inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+                out = ref_mod.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+            except Exception as e:  # a task author's bug: say which case
+                raise TaskError(task.reference_path, f"HARD_CASES[{case!r}]",
+                                f"building it on {shape.name!r} failed: {type(e).__name__}: {e}") from None
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            if any(isinstance(o, torch.Tensor) and o.is_floating_point() and not torch.isfinite(o).all() for o in outs):
+                raise TaskError(task.reference_path, f"HARD_CASES[{case!r}]",
+                                f"the reference's output has NaN/Inf on {shape.name!r}: no kernel could pass it")
 
 
 def compare(task: Task, ref_mod: ModuleType, out: Any, expected: Any, inputs: tuple, dtype: str) -> str | None:

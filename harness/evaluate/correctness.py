@@ -94,7 +94,8 @@ def disagreement(task: Task, a: Any, b: Any) -> str | None:
 
 
 def shape_entry(shape: Shape) -> dict:
-    return {"name": shape.name, "dims": dict(shape.dims), "long": shape.long, "correct": False, "error": None,
+    return {"name": shape.name, "dims": dict(shape.dims), "long": shape.long, "protected": shape.protected,
+            "correct": False, "error": None,
             "candidate_us": None, "incumbent_us": None, "speedup": None, "roofline_pct": None,
             "candidate_graph_us": None, "incumbent_graph_us": None, "noise_pct": None}
 

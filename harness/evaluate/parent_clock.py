@@ -200,7 +200,10 @@ def judge(run: "_Run", entry: dict, m: dict, floor: tuple[float | None, str], de
     k = min(len(inc["per_call_us"]), len(cand["per_call_us"]))
     sp, band = vd.speedup_with_band(inc["per_call_us"][:k], cand["per_call_us"][:k])
     entry.update(candidate_us=round(c_med, 3), incumbent_us=round(i_med, 3), speedup=round(sp, 4),
-                 noise_pct=round(band, 3), calls_per_batch=m["n"], clock="parent")
+                 noise_pct=round(band, 3), calls_per_batch=m["n"], clock="parent",
+                 # keep_policy's stable-timing condition reads these: the spread of the deciding samples
+                 # (per-call figures of whole batches, the parent's clock), not the child's events.
+                 **vd.shape_spread(cand["per_call_us"], inc["per_call_us"]))
     if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
         entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
     fl, why = floor

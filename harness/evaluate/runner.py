@@ -78,6 +78,9 @@ class EvalOptions:
     samples: int = 40                    # timed samples per side per shape
     warmup: int = 5
     remeasure_big_wins: bool = True
+    # Held-out shapes and hard inputs (harness.evaluate.heldout), correctness only. Off: only for
+    # tests and benchmarks of other stages; the verdict then says so and can't recommend a keep.
+    heldout: bool = True
     # Rules packs the session selected beyond the task's own (ids or pack folders): a rules pack a
     # person adds is enforced, not only shown to the agent. The task's own can't be taken away.
     extra_rules: list[str] = field(default_factory=list)
@@ -507,7 +510,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         "device": "cpu (Triton interpreter)", "timing_available": False, "shapes": run.shapes,
         "geomean_speedup": None, "noise_band_pct": None, "recommendation": None, "wall_s": 0.0,
         "violations": [], "notes": run.notes, "output": "", "sandbox": bool(opts.sandbox),
-        "call_timeout_s": opts.run_timeout_s,
+        "call_timeout_s": opts.run_timeout_s, "heldout": [], "hard_cases": [],
     }
     if opts.sandbox:
         from harness.evaluate import sandbox
@@ -558,7 +561,10 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
                        f"task files changed during the run: {', '.join(changed)} (restored from the copy "
                        "taken before the run)")
             _restore(task.root, saved, after)
-    return _partial(_finish(v, run, t0, timing_available), task, on_gpu, shapes)
+    from harness.evaluate import keep_policy
+
+    return keep_policy.apply(_partial(_finish(v, run, t0, timing_available), task, on_gpu, shapes), task,
+                             heldout_checked=opts.heldout)
 
 
 def _partial(v: dict, task: Task, on_gpu: bool, shapes: list[Shape]) -> dict:
@@ -663,6 +669,11 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         mark("import")
         ok = correctness.check_all(run, child, task, ref_mod, shapes, on_gpu, opts, secret)
         mark("correctness")
+        if ok and opts.heldout:
+            from harness.evaluate import heldout
+
+            ok = heldout.check(run, v, child, task, ref_mod, shapes, on_gpu, opts, secret) and not run.reasons
+            mark("heldout")
         if ok and timing_ok and not run.reasons:
             from harness.evaluate import timing_stage
 

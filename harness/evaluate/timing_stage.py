@@ -99,7 +99,8 @@ def judge_shape(run: "_Run", entry: dict, r: dict, parent_wall_s: float, floor: 
     entry.update(candidate_us=round(c_med, 3), incumbent_us=round(i_med, 3), speedup=round(sp, 4),
                  noise_pct=round(band, 3),
                  candidate_graph_us=round(vd.median(cand["graph_us"]), 3) if cand.get("graph_us") else None,
-                 incumbent_graph_us=round(vd.median(inc["graph_us"]), 3) if inc.get("graph_us") else None)
+                 incumbent_graph_us=round(vd.median(inc["graph_us"]), 3) if inc.get("graph_us") else None,
+                 **vd.shape_spread(cand["event_us"], inc["event_us"]))  # a keep needs it under a bound
     if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
         entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
     fl, why = floor

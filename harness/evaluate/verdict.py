@@ -65,6 +65,37 @@ def spread_pct(xs: list[float]) -> float:
     return (max(xs) - min(xs)) / m * 100 if m > 0 else float("nan")
 
 
+# A keep needs every shape's timing stable: the interquartile range of each side's samples within
+# SPREAD_MAX_PCT of their median, or within SPREAD_FLOOR_US (a few-µs kernel jitters by more than
+# 10% on a quiet GPU and is still measured well). Checked on the figures decided on: every
+# would-be keep is re-measured in a fresh process first, so a noisy first run gets a second chance.
+SPREAD_MAX_PCT = 10.0
+SPREAD_FLOOR_US = 0.5
+
+
+def shape_spread(*sides: list[float]) -> dict:
+    """{spread_pct, spread_us}: the larger interquartile range over the sides' samples, in % of
+    that side's median and in µs."""
+    import numpy as np
+
+    pct, us = 0.0, 0.0
+    for xs in sides:
+        if len(xs) < 4:
+            continue
+        q1, med, q3 = (float(q) for q in np.percentile(np.asarray(xs, dtype=float), [25, 50, 75]))
+        us = max(us, q3 - q1)
+        pct = max(pct, (q3 - q1) / med * 100 if med > 0 else float("inf"))
+    return {"spread_pct": round(pct, 3), "spread_us": round(us, 3)}
+
+
+def stable(entry: dict) -> bool:
+    """A shape's timing is stable enough to keep on (see SPREAD_MAX_PCT). Unmeasured: not stable."""
+    pct, us = entry.get("spread_pct"), entry.get("spread_us")
+    if pct is None or us is None:
+        return False
+    return pct <= SPREAD_MAX_PCT or us <= SPREAD_FLOOR_US
+
+
 def geomean(values: list[float], weights: list[float]) -> float | None:
     pairs = [(v, w) for v, w in zip(values, weights) if v and v > 0 and not math.isnan(v)]
     if not pairs:

@@ -91,6 +91,31 @@ def ragged_lengths(dims: dict, seed: int) -> torch.Tensor:
     return torch.tensor(lens, dtype=torch.int64)[perm]
 
 
+def edge_lengths(dims: dict, seed: int) -> torch.Tensor:
+    """Sequence lengths (pos+1) at the edges the model's masks have, cycled over the batch: the first
+    tokens (pos 0-4: a window of 1-5 slots, no compressed entry yet), the first entries closing
+    (4, 5, 8; 128, 129 for ratio 128), the window filling up (127, 128, 129), the second ratio-128
+    entry (255-257), the top-k filling up (4*topk - 1, 4*topk, 4*topk + 4) and the longest, ctx."""
+    B, ctx, topk = dims["batch"], dims["ctx"], dims.get("topk", 0)
+    edges = [1, 2, 3, 4, 5, 8, 127, 128, 129, 255, 256, 257, ctx] + ([4 * topk - 1, 4 * topk, 4 * topk + 4] if topk else [])
+    edges = sorted({e for e in edges if 1 <= e <= ctx})
+    # The first sequence is always a first token and the second the longest, whatever the batch.
+    first = [e for e in edges if e <= 5]
+    rest = [e for e in edges if e > 5 and e != ctx] or [ctx]
+    lens = [first[seed % len(first)], ctx] + [rest[(b + seed) % len(rest)] for b in range(max(B - 2, 0))]
+    return torch.tensor(lens[:B], dtype=torch.int64)
+
+
+# Inputs that test the contract (issue 17), checked on every candidate (correctness only): the
+# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+HARD_CASES = {
+    "first tokens and edges": "sequences at the positions where the masks change: the first tokens (partial "
+                              "window, no compressed entry), the window and the entries filling up",
+    "sinks ±30": "per-head sinks far above (+28..+38) or far below (-38..-28) every logit on alternate heads: "
+                 "the sink takes nearly all of the softmax mass, or none of it",
+}
+
+
 def _rmsnormed(g: torch.Generator, shape, device) -> torch.Tensor:
     x = torch.randn(*shape, generator=g, device=device)
     gain = 0.5 + torch.rand(shape[-1], generator=g, device=device)  # kv_norm's learned weight
@@ -98,13 +123,14 @@ def _rmsnormed(g: torch.Generator, shape, device) -> torch.Tensor:
 
 
 def build_inputs(dims, dtype, seed, device, pos_shift: int = 0, topk_override: int | None = None,
-                 all_visible_indices: bool = False):
+                 all_visible_indices: bool = False, lens: torch.Tensor | None = None, extreme_sinks: bool = False):
     """make_inputs with knobs for tests: pos_shift rotates every vector (q, window, entries, cos/sin)
-    as if all positions moved by pos_shift; all_visible_indices selects every visible entry."""
+    as if all positions moved by pos_shift; all_visible_indices selects every visible entry; lens
+    replaces the ragged lengths; extreme_sinks moves the sinks to ±28..38 (alternate heads)."""
     B, H, ctx = dims["batch"], dims["heads"], dims["ctx"]
     topk = topk_override or dims["topk"]
     n4 = ctx // RATIO
-    lens = ragged_lengths(dims, seed).to(device)
+    lens = (ragged_lengths(dims, seed) if lens is None else lens).to(device)
     pos = lens - 1
     g = torch.Generator(device=device).manual_seed(seed)
     q = _rmsnormed(g, (B, H, D), device)
@@ -134,10 +160,19 @@ def build_inputs(dims, dtype, seed, device, pos_shift: int = 0, topk_override: i
         sel = torch.randperm(nv, generator=gi)[:k]  # what the indexer chose, in no particular order
         idx[b, :k] = sel.to(device=device, dtype=torch.int32)
     sinks = (torch.rand(H, generator=g, device=device) * 10 - 2).float()
+    if extreme_sinks:
+        sinks = torch.where(torch.arange(H, device=device) % 2 == 0, 30.0 + sinks, -30.0 - sinks)
     return (q.to(dtype), kv_win.to(dtype), window_len.to(torch.int32), comp.to(dtype), idx, sinks, c, s)
 
 
 def make_inputs(dims, dtype, seed, device):
+    case = dims.get("case")
+    if case == "first tokens and edges":
+        return build_inputs(dims, dtype, seed, device, lens=edge_lengths(dims, seed))
+    if case == "sinks ±30":
+        return build_inputs(dims, dtype, seed, device, extreme_sinks=True)
+    if case is not None:
+        raise ValueError(f"unknown hard case {case!r}")
     return build_inputs(dims, dtype, seed, device)
 
 
@@ -160,6 +195,13 @@ def reference(q, kv_window, window_len, comp_cache, indices, sinks, cos, sin):
 
 def _lens(dims):
     return ragged_lengths(dims, 0).tolist()  # the multiset does not depend on the seed
+
+
+def input_bytes(dims, dtype):
+    """What make_inputs allocates: the whole compressed cache, of which a call reads only top-k rows."""
+    es = torch.empty((), dtype=dtype).element_size()
+    B, H, topk = dims["batch"], dims["heads"], dims["topk"]
+    return (B * H * D + B * WINDOW * D + B * (dims["ctx"] // RATIO) * D) * es + B * topk * 4 + B * 4 + H * 4 + 2 * B * 32 * 4
 
 
 def bytes_moved(dims, dtype):

@@ -31,6 +31,12 @@ BYTES_PER_TOKEN = ROW_BYTES + N_TILES + 1           # 584 with the scales and th
 
 def _load_bf16_task():
     path = Path(__file__).resolve().parent.parent / "dsv4_csa_decode" / "reference.py"
+    if not path.is_file():
+        # The evaluator's child gets a copy of this task's folder alone (runner.ChildProcess.stage):
+        # the sibling task is then found where tasks are (./kernels, WARPSMITH_KERNELS, built-in).
+        from harness.tasks import find_task_dir
+
+        path = find_task_dir("dsv4_csa_decode") / "reference.py"
     spec = importlib.util.spec_from_file_location("dsv4_csa_decode_reference_for_fp8", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -82,9 +88,20 @@ def dequantize_entries(comp_fp8: torch.Tensor, indices: torch.Tensor, block_size
     return torch.where((indices >= 0)[..., None], out, torch.zeros_like(out))
 
 
+# The bf16 task's hard cases (positions at the masks' edges, extreme sinks), on the FP8 cache.
+HARD_CASES = BF16_TASK.HARD_CASES
+
+
 def make_inputs(dims, dtype, seed, device):
-    q, kvw, wl, comp, idx, sinks, cos, sin = BF16_TASK.build_inputs(dims, dtype, seed, device)
+    q, kvw, wl, comp, idx, sinks, cos, sin = BF16_TASK.make_inputs(dims, dtype, seed, device)
     return q, kvw, wl, quantize(comp), idx, sinks, cos, sin
+
+
+def input_bytes(dims, dtype):
+    """What make_inputs allocates: the bf16 task's inputs with the cache as FP8 blocks of 64 entries."""
+    B, n4 = dims["batch"], dims["ctx"] // 4
+    bf16_cache = B * n4 * D * torch.empty((), dtype=dtype).element_size()
+    return BF16_TASK.input_bytes(dims, dtype) - bf16_cache + B * -(-n4 // BLOCK_SIZE) * block_bytes()
 
 
 def reference(q, kv_window, window_len, comp_fp8, indices, sinks, cos, sin):

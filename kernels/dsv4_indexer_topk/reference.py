@@ -89,11 +89,37 @@ def ragged_lengths(dims: dict, seed: int) -> torch.Tensor:
 
 
 
-def build_inputs(dims, dtype, seed, device, pos_shift: int = 0):
+def edge_lengths(dims: dict, seed: int) -> torch.Tensor:
+    """Sequence lengths (pos+1) where the indexer's masks change, cycled over the batch: nothing
+    visible yet (1-3), the first entries (4, 5, 8), fewer visible entries than topk and exactly
+    topk (4*topk - 1, 4*topk, 4*topk + 4), and the longest, ctx."""
+    B, ctx, topk = dims["batch"], dims["ctx"], dims["topk"]
+    edges = sorted({e for e in (1, 2, 3, 4, 5, 8, 4 * topk - 1, 4 * topk, 4 * topk + 4, ctx) if 1 <= e <= ctx})
+    # The first sequence is always a first token and the second the longest, whatever the batch.
+    first = [e for e in edges if e <= 5]
+    rest = [e for e in edges if e > 5 and e != ctx] or [ctx]
+    lens = [first[seed % len(first)], ctx] + [rest[(b + seed) % len(rest)] for b in range(max(B - 2, 0))]
+    return torch.tensor(lens[:B], dtype=torch.int64)
+
+
+# Inputs that test the contract (issue 17), checked on every candidate (correctness only): the
+# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+HARD_CASES = {
+    "first tokens and edges": "sequences with no entry visible yet, fewer visible entries than topk, exactly "
+                              "topk, and the longest: -1 padding and the causal mask at their edges",
+    "tied scores": "every visible key the same vector: all scores tie, any visible set is right, but no "
+                   "index twice and none invisible",
+}
+
+
+def build_inputs(dims, dtype, seed, device, pos_shift: int = 0, lens: torch.Tensor | None = None,
+                 tied: bool = False):
+    """make_inputs; pos_shift moves every position; lens replaces the ragged lengths; tied makes
+    every key the same vector (scores tie)."""
     B, ctx, topk = dims["batch"], dims["ctx"], dims["topk"]
     H = dims.get("heads", IDX_HEADS)
     n4 = ctx // RATIO
-    lens = ragged_lengths(dims, seed).to(device)
+    lens = (ragged_lengths(dims, seed) if lens is None else lens).to(device)
     pos = lens - 1
     g = torch.Generator(device=device).manual_seed(seed)
     q = torch.randn(B, H, IDX_DIM, generator=g, device=device)
@@ -103,6 +129,8 @@ def build_inputs(dims, dtype, seed, device, pos_shift: int = 0):
     q = apply_rope(q, c[:, None], s[:, None])
     ce, se = rope_cos_sin(torch.arange(n4, device=device) * RATIO + pos_shift)
     k = apply_rope(k, ce[None], se[None])
+    if tied:
+        k = k[:, :1].expand_as(k).contiguous()
     n_vis = lens // RATIO
     # Invisible rows: large and aligned with q, so that scoring them would win the top-k.
     garbage = 8.0 * torch.sign(q.sum(1, keepdim=True))
@@ -112,6 +140,13 @@ def build_inputs(dims, dtype, seed, device, pos_shift: int = 0):
 
 
 def make_inputs(dims, dtype, seed, device):
+    case = dims.get("case")
+    if case == "first tokens and edges":
+        return build_inputs(dims, dtype, seed, device, lens=edge_lengths(dims, seed))
+    if case == "tied scores":
+        return build_inputs(dims, dtype, seed, device, tied=True)
+    if case is not None:
+        raise ValueError(f"unknown hard case {case!r}")
     return build_inputs(dims, dtype, seed, device)
 
 
@@ -173,6 +208,13 @@ def compare(out, expected, inputs, atol, rtol):
 
 def _lens(dims):
     return ragged_lengths(dims, 0).tolist()
+
+
+def input_bytes(dims, dtype):
+    """What make_inputs allocates (the whole key cache; a sequence reads its visible part)."""
+    es = torch.empty((), dtype=dtype).element_size()
+    B, H = dims["batch"], dims.get("heads", IDX_HEADS)
+    return B * H * IDX_DIM * es + B * H * 4 + B * (dims["ctx"] // RATIO) * IDX_DIM * es + B * 4
 
 
 def bytes_moved(dims, dtype):

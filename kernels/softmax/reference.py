@@ -1,13 +1,37 @@
 """Reference for the softmax task: fp32 math, bf16 out."""
 import torch
 
+# Inputs that test the contract (issue 17): checked on every candidate, correctness only. The
+# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+HARD_CASES = {
+    "huge values": "logits of magnitude ~1e4 (bf16 holds them): exp without the max shift overflows to inf",
+    "-inf masks": "a random share of every row is -inf, as attention masks make it, one entry at least finite",
+    "constant rows": "every entry of a row equal, from ±1 to ±1e4: the output is exactly 1/cols",
+    "one huge value": "one entry per row 1e4, the rest randn: the output is one-hot",
+}
+
 
 def make_inputs(dims, dtype, seed, device):
     # Generated on the device itself: the harness makes every call's inputs twice (its copy and the
     # candidate's), and on a CPU generator a 128k-column shape took seconds each time.
     g = torch.Generator(device=device).manual_seed(seed)
+    rows, cols = dims["rows"], dims["cols"]
     # Scale 4 gives rows with a few dominant entries, so max-subtraction matters.
-    x = torch.randn(dims["rows"], dims["cols"], generator=g, dtype=torch.float32, device=device) * 4.0
+    x = torch.randn(rows, cols, generator=g, dtype=torch.float32, device=device) * 4.0
+    case = dims.get("case")
+    if case == "huge values":
+        x = x * 2500.0
+    elif case == "-inf masks":
+        keep = torch.rand(rows, cols, generator=g, device=device) < torch.rand(rows, 1, generator=g, device=device)
+        keep[torch.arange(rows, device=device), torch.randint(0, cols, (rows,), generator=g, device=device)] = True
+        x = x.masked_fill(~keep, float("-inf"))
+    elif case == "constant rows":
+        mag = torch.pow(10.0, torch.randint(0, 5, (rows, 1), generator=g, device=device).float())
+        x = (torch.randn(rows, 1, generator=g, device=device).sign() * mag).expand(rows, cols).contiguous()
+    elif case == "one huge value":
+        x[torch.arange(rows, device=device), torch.randint(0, cols, (rows,), generator=g, device=device)] = 1e4
+    elif case is not None:
+        raise ValueError(f"unknown hard case {case!r}")
     return (x.to(dtype=dtype),)
 
 

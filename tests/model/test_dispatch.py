@@ -127,7 +127,7 @@ def test_check_dispatcher_catches_a_wrong_kernel_in_a_bucket(task, session, tmp_
     ws = session.workspace
     wrong = ONEPASS.read_text().replace("y = e / tl.sum(e, axis=0)", "y = e / (tl.sum(e, axis=0) + 1.0)")
     c = ws.commit_candidate(wrong, 1, "wrong normalisation")
-    d.keep_for_buckets(session, 1, c, ["mid rows"], task)
+    d.keep_for_buckets(session, 1, c, ["mid rows"], task, partial_win())  # routed where its verdict checked it
     out = tmp_path / "bad.py"
     assert d.export_session(session, out, task) == 0
     results = d.check_dispatcher(task, out)
@@ -259,3 +259,46 @@ def test_default_falls_back_to_default_py_then_reference(task):
     task.default = "nomodule_here:fn"
     with pytest.raises(d.DispatchError, match=r"task.toml: default: module 'nomodule_here' is neither"):
         d._default_spec(task)
+
+
+def test_a_kernel_is_routed_only_the_lengths_it_was_checked_on(task, session, tmp_path):
+    """Issue 25: the dispatcher sends a length to a kept kernel only inside the range its listed and
+    held-out shapes covered in that bucket; the rest of the bucket (and beyond) runs the default."""
+    import torch
+
+    v = partial_win()
+    v["heldout"] = [{"name": "held-out cols 1, rows 1", "dims": {"rows": 1, "cols": 1}, "correct": True},
+                    {"name": "held-out cols 1000, rows 3", "dims": {"rows": 3, "cols": 1000}, "correct": True},
+                    {"name": "held-out cols 20011, rows 2", "dims": {"rows": 2, "cols": 20011}, "correct": True},
+                    {"name": "held-out cols 30000, rows 2", "dims": {"rows": 2, "cols": 30000}, "correct": False}]
+    res = {r.bucket: r for r in d.bucket_results(task, v)}
+    assert res["short rows"].checked == [1, 1000] and res["mid rows"].checked == [4096, 32768]
+    ws = session.workspace
+    onepass = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
+    d.keep_for_buckets(session, 1, onepass, ["short rows", "mid rows"], task, v)
+    out = tmp_path / "checked.py"
+    assert d.export_session(session, out, task) == 0
+    mod = _import(out, "exported_checked")
+    label = mod.route(torch.zeros(2, 500))[1]
+    assert label.startswith("iter 1")
+    assert mod.route(torch.zeros(2, 1000)) == ("short rows", label)
+    assert mod.route(torch.zeros(2, 1010)) == ("short rows", "default")   # in the bucket, never checked
+    assert mod.route(torch.zeros(2, 2000)) == ("mid rows", "default")
+    assert mod.route(torch.zeros(2, 20011)) == ("mid rows", label)
+    assert "| cols in [1, 1000] |" in mod.__doc__ and "| cols in [4096, 32768] |" in mod.__doc__
+    results = d.check_dispatcher(task, out)
+    assert all(r["ok"] for r in results), [r for r in results if not r["ok"]]
+
+
+def test_a_record_from_before_heldout_checks_routes_only_its_listed_lengths(task, session, tmp_path):
+    import torch
+
+    ws = session.workspace
+    onepass = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
+    session.record({"kind": "BucketKeep", "iteration": 1, "commit": onepass, "buckets": ["mid rows"], "by": "auto",
+                    "reason": "", "measurements": {"mid rows": {"shapes": ["4k x 4k", "vocab 32k"], "speedup": 1.2}}})
+    out = tmp_path / "legacy.py"
+    assert d.export_session(session, out, task) == 0
+    mod = _import(out, "exported_legacy")
+    assert mod.route(torch.zeros(2, 8000))[1].startswith("iter 1")
+    assert mod.route(torch.zeros(2, 2000)) == ("mid rows", "default")

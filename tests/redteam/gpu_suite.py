@@ -53,15 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-redteam-"))
     tasks = {}
     for c in cheats:  # a task copy each: a cheat that writes task files can't affect a neighbour
-        shutil.copytree(HERE.parents[1] / "kernels" / "softmax", tmp / c.name / "softmax",
+        shutil.copytree(HERE.parents[1] / "kernels" / c.task, tmp / c.name / c.task,
                         ignore=shutil.ignore_patterns("__pycache__"))
-        tasks[c.name] = load_task(tmp / c.name / "softmax")
+        tasks[c.name] = load_task(tmp / c.name / c.task)
     before = {n: t.file_hashes() for n, t in tasks.items()}
     os.environ["ANTHROPIC_API_KEY"] = "WARPSMITH_CANARY_anthropic"
 
     def one(c: Cheat) -> tuple[Cheat, dict, float]:
         t0 = time.monotonic()
-        v = evaluate(tasks[c.name], c.path, options=EvalOptions(shapes=[args.shape], static=c.full, samples=20,
+        shape = args.shape if c.task == "softmax" else tasks[c.name].shapes[0].name  # (--shape: softmax's)
+        v = evaluate(tasks[c.name], c.path, options=EvalOptions(shapes=[shape], static=c.full, samples=20,
                                                        **OPTIONS.get(c.name, {})))
         return c, v, time.monotonic() - t0
 

@@ -1,7 +1,8 @@
 """The red-team catalog: every candidate in candidates/ documents its cheat in its docstring, with
 `Expect:` (rules that must fire; "a | b" means either; "accepted" for honest variants), `Device:`
-(cpu or gpu) and optionally `Shapes:`, `Stages: all` (evaluated with the static stage on, as a real
-evaluation is; otherwise the static stage is off so the runtime guards are what is tested) and `Static:` (static rules that must fire on it when the static
+(cpu or gpu) and optionally `Task:` (default softmax), `Shapes:`, `Stages: all` (evaluated with the static stage
+on, as a real evaluation is; otherwise the static stage is off so the runtime guards are what is tested) and
+`Static:` (static rules that must fire on it when the static
 stage runs, "a | b" for either; "none" when it gets past the static stage, so the runtime guard in
 `Expect:` is the only line), and `Gap:` (why the harness can't yet reject it as expected: a known
 gap, run as a strict xfail so a fix shows up). Used by test_redteam.py, test_static_layer.py and gpu_suite.py."""
@@ -22,6 +23,7 @@ class Cheat:
     device: str
     shapes: list[str]
     static: list[str] | None = None  # None: not documented
+    task: str = "softmax"             # the built-in task it is a candidate for
     gap: str = ""                     # a known gap: expected to fail the check (strict xfail)
     full: bool = False                # `Stages: all`: evaluated with the static stage on
 
@@ -44,12 +46,13 @@ def parse(path: Path) -> Cheat:
         return m.group(1).strip()
 
     device = field("Device", "cpu")
-    default_shape = "odd rows" if device == "cpu" else "4k x 4k"
+    task = field("Task", "softmax")
+    default_shape = ("odd rows" if device == "cpu" else "4k x 4k") if task == "softmax" else None
     static = field("Static", "")
     return Cheat(path, body, [e.strip() for e in field("Expect").split(",")], device,
                  [s.strip() for s in field("Shapes", default_shape).split(",")],
-                 [s.strip() for s in static.split(",")] if static else None, field("Gap", ""),
-                 field("Stages", "") == "all")
+                 [s.strip() for s in static.split(",")] if static else None, task=task, gap=field("Gap", ""),
+                 full=field("Stages", "") == "all")
 
 
 def all_cheats() -> list[Cheat]:

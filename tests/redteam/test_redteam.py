@@ -17,9 +17,9 @@ from harness.tasks import load_task
 REPO = Path(__file__).resolve().parents[2]
 
 
-def task_copy(dst: Path) -> Path:
-    shutil.copytree(REPO / "kernels" / "softmax", dst / "softmax", ignore=shutil.ignore_patterns("__pycache__"))
-    return dst / "softmax"
+def task_copy(dst: Path, task: str = "softmax") -> Path:
+    shutil.copytree(REPO / "kernels" / task, dst / task, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst / task
 
 
 def hashes(task_dir: Path) -> dict:
@@ -71,7 +71,7 @@ def verdicts(request, tmp_path_factory):
     selected = [item.callspec.params["cheat"] for item in request.session.items
                 if getattr(item, "callspec", None) and "cheat" in item.callspec.params]
     runnable = [c for c in selected if c.device == "cpu" or _cuda()]
-    dirs = {c.name: task_copy(tmp_path_factory.mktemp(c.name)) for c in runnable}  # one each: no crosstalk
+    dirs = {c.name: task_copy(tmp_path_factory.mktemp(c.name), c.task) for c in runnable}  # one each: no crosstalk
     before = {name: hashes(d) for name, d in dirs.items()}
     saved = {k: os.environ.get(k) for k in CANARIES}
     os.environ.update(CANARIES)
@@ -99,6 +99,15 @@ def test_verdict(cheat, verdicts):
         assert all(s["correct"] for s in v["shapes"])
     if cheat.name in ("slow_import", "sys_exit_import"):
         assert v["stage"] == "import"
+    # A rejection on a held-out shape or hard input names it: the shape's dims, or the case.
+    for r in v["reasons"]:
+        if r["rule"] == "heldout-incorrect":
+            failed = [h for h in v["heldout"] if h["correct"] is False]
+            assert any(r["message"].startswith(f"[{h['name']}] ") for h in failed), r["message"]
+            assert all(h["name"].startswith("held-out ") and h["dims"] for h in failed)
+        elif r["rule"] == "hard-case-incorrect":
+            failed = [h for h in v["hard_cases"] if h["correct"] is False]
+            assert any(r["message"].startswith(f"[hard case {h['case']!r} on {h['shape']}") for h in failed)
     assert "WARPSMITH_CANARY" not in repr(v)
 
 

@@ -177,7 +177,11 @@ def verdict_lines(state: RunState) -> list[Text]:
         lines.append(t)
     elif rec is not None and rec.iteration == state.verdict_iteration:
         t = Text("recommend ", style="bold")
-        t.append(rec.action.upper(), style="bold green" if rec.action == "keep" else "bold red")
+        buckets = (v.get("recommendation") or {}).get("buckets")  # keep_policy: a keep for some buckets only
+        if buckets:
+            t.append(f"KEEP FOR {', '.join(buckets)}", style="bold yellow")
+        else:
+            t.append(rec.action.upper(), style="bold green" if rec.action == "keep" else "bold red")
         if v.get("accepted"):  # a rejection's reason is the list above (and the decision bar's)
             t.append(f": {rec.reason}")
         lines.append(t)

@@ -1,0 +1,247 @@
+"""Held-out shapes and hard inputs: correctness where the listed shapes don't look (issue 25, 17).
+
+A kernel fitted to the listed shapes (no tail masks because every listed length is a multiple of
+512, a grid that assumes the listed row counts) passes every listed shape and is wrong elsewhere;
+a softmax without the max shift passes randn inputs and returns NaN on real logits. So, after the
+listed shapes pass, every evaluation also checks, correctness only (never timed):
+
+- held-out shapes, drawn anew with the evaluation's secret seed from the task's `[heldout]` ranges:
+  each bucket's edges and a length inside it, a prime, one past a power of two, a length longer
+  than any listed one where the range allows; the other ranged dims cycle through a single row, a
+  prime, one past a power of two and a random value. Each shape's inputs are capped in bytes (the
+  non-bucket dims shrink), so the cost stays bounded.
+- hard inputs: every case of reference.py's HARD_CASES (make_inputs with dims["case"] set), on
+  each listed shape shrunk the same way (on the GPU), or one interpreter shape per case.
+
+One call per shape or case, with the allocator poisoned (an output element never written is NaN).
+A failure rejects the candidate with `heldout-incorrect` or `hard-case-incorrect`, its message
+naming the shape's dims or the case. The verdict lists what was checked (`heldout`, `hard_cases`).
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from harness.tasks import Shape, Task, compare, hard_cases
+
+if TYPE_CHECKING:
+    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+
+HARD_MAX_BYTES_GPU = 16 * 2**20   # a hard case's inputs on the GPU (a listed shape, shrunk): outputs cross a pipe
+
+
+# -- drawing the shapes ---------------------------------------------------------------------------
+
+def _is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    if n % 2 == 0:
+        return n == 2
+    return all(n % f for f in range(3, math.isqrt(n) + 1, 2))
+
+
+def _prime_in(rng: random.Random, lo: int, hi: int) -> int | None:
+    """A random prime in [lo, hi] (trial division: bounds here are at most a few million)."""
+    start = rng.randint(lo, hi)
+    for n in list(range(start, hi + 1)) + list(range(start - 1, lo - 1, -1)):
+        if _is_prime(n):
+            return n
+    return None
+
+
+def _pow2_plus_one(rng: random.Random, lo: int, hi: int) -> int | None:
+    """2^k + 1 in [lo, hi], k >= 3 where the range allows (9, 17, 33...: past a tile boundary)."""
+    ks = [k for k in range(1, 62) if lo <= 2**k + 1 <= hi]
+    big = [k for k in ks if k >= 3]
+    return 2 ** rng.choice(big or ks) + 1 if ks else None
+
+
+def _resolve(bounds: tuple, dims: dict) -> tuple[int, int]:
+    lo, hi = (dims[b] if isinstance(b, str) else b for b in bounds)
+    return lo, max(lo, hi)
+
+
+def shape_bytes(ref_mod: ModuleType, task: Task, dims: dict) -> int:
+    """A shape's input bytes, without building it: reference.input_bytes(dims, dtype) where the
+    inputs are larger than what a kernel reads (caches read through indices), else half of
+    bytes_moved (inputs and outputs of about the same size), else 2 bytes per element of the dims."""
+    import torch
+
+    dt = getattr(torch, task.dtypes[0])
+    if callable(getattr(ref_mod, "input_bytes", None)):
+        return int(ref_mod.input_bytes(dims, dt))
+    if callable(getattr(ref_mod, "bytes_moved", None)):
+        return int(ref_mod.bytes_moved(dims, dt)) // 2
+    return 2 * math.prod(v for v in dims.values() if isinstance(v, int))
+
+
+def shrink(ref_mod: ModuleType, task: Task, dims: dict, ranges: dict[str, tuple], keep: set[str],
+           max_bytes: int) -> dict:
+    """Halve the ranged dims not in `keep` (numeric bounds only; the largest relative to its lower
+    bound first) until the inputs fit in max_bytes or nothing can shrink. Dims bounded by another
+    dim are clipped to it afterwards (min_ctx <= ctx)."""
+    dims = dict(dims)
+    free = [d for d, b in ranges.items() if d not in keep and all(isinstance(x, int) for x in b) and d in dims]
+    while shape_bytes(ref_mod, task, dims) > max_bytes:
+        can = [d for d in free if dims[d] > ranges[d][0]]
+        if not can:
+            break
+        d = max(can, key=lambda k: dims[k] / max(ranges[k][0], 1))
+        dims[d] = max(ranges[d][0], dims[d] // 2)
+        for dd, b in ranges.items():
+            if dd in dims and any(isinstance(x, str) for x in b):
+                lo, hi = _resolve(b, dims)
+                dims[dd] = min(max(dims[dd], lo), hi)
+    return dims
+
+
+def _main_dim(task: Task, ranges: dict[str, tuple]) -> str | None:
+    """The dim the held-out lengths vary: the buckets' dim, else the first with numeric bounds."""
+    for b in task.buckets:
+        if b.dim in ranges:
+            return b.dim
+    return next((d for d, b in ranges.items() if all(isinstance(x, int) for x in b)), None)
+
+
+_KINDS = ("the smallest", "a prime", "one past a power of two", "random")
+
+
+def _pick(rng: random.Random, kind: str, lo: int, hi: int) -> tuple[int, str]:
+    v = {"the smallest": lo, "a prime": _prime_in(rng, max(lo, 2), hi) if hi >= 2 else None,
+         "one past a power of two": _pow2_plus_one(rng, lo, hi)}.get(kind)
+    return (v, kind) if v is not None else (rng.randint(lo, hi), "random")
+
+
+def draw_shapes(task: Task, ref_mod: ModuleType, on_gpu: bool, secret: int) -> list[tuple[Shape, str]]:
+    """This evaluation's held-out shapes, each with why it was drawn (see the module docstring).
+    Deterministic in `secret`, so a verdict's shapes can be drawn again."""
+    from harness.evaluate.runner import derive_seed
+
+    spec = task.heldout
+    if spec is None:
+        return []
+    ranges = spec.ranges_for(on_gpu)
+    main = _main_dim(task, ranges)
+    if main is None:
+        return []
+    rng = random.Random(derive_seed(secret, "heldout"))
+    listed = task.shapes_for(on_gpu)
+    lo, hi = ranges[main]
+    values: list[tuple[int, str]] = []
+    buckets = [b for b in task.buckets if b.dim == main]
+    for b in buckets:
+        blo, bhi = max(b.lo, lo), min(b.hi - 1, hi)
+        if blo <= bhi:
+            values += [(blo, f"{b.name} bucket's lower edge"), (bhi, f"{b.name} bucket's upper edge"),
+                       (rng.randint(blo, bhi), f"inside the {b.name} bucket")]
+    if not buckets:
+        values += [(lo, "the smallest"), (hi, "the largest"), (rng.randint(lo, hi), "random")]
+    values += [_pick(rng, "a prime", max(lo, 3), hi)] if hi >= 3 else []
+    values += [_pick(rng, "one past a power of two", lo, hi)]
+    longest = max(s.dims[main] for s in listed)
+    if hi > longest:
+        values.append((rng.randint(longest + 1, hi), f"beyond every listed one ({longest})"))
+    seen: set[int] = set()
+    values = [(v, why) for v, why in values if not (v in seen or seen.add(v))]
+
+    # The other ranged dims: numeric bounds first, then those bounded by another dim (min_ctx <= ctx).
+    others = sorted((d for d in ranges if d != main), key=lambda d: any(isinstance(x, str) for x in ranges[d]))
+    out = []
+    for i, (v, why) in enumerate(values):
+        dims = {**rng.choice(listed).dims, main: v}
+        whys = [f"{main}: {why}"]
+        for k, d in enumerate(others):
+            dims[d], kind = _pick(rng, _KINDS[(i + k) % len(_KINDS)], *_resolve(ranges[d], dims))
+            whys.append(f"{d}: {kind}")
+        dims = shrink(ref_mod, task, dims, ranges, {main}, spec.max_bytes_for(on_gpu))
+        name = "held-out " + ", ".join(f"{d} {dims[d]}" for d in [main, *others])
+        out.append((Shape(name, dims), "; ".join(whys)))
+    cap = spec.max_shapes_for(on_gpu)
+    if cap and len(out) > cap:  # a seeded subset: over many evaluations every kind is drawn
+        out = sorted(rng.sample(out, cap), key=lambda p: p[0].dims[main])
+    return out
+
+
+def hard_case_shapes(task: Task, ref_mod: ModuleType, shapes: list[Shape], on_gpu: bool) -> list[tuple[str, Shape]]:
+    """(case, shape) pairs: on the GPU every case on every shape run (shrunk to fit), in the
+    interpreter each case on one shape, in turn (the interpreter is slow)."""
+    cases = list(hard_cases(ref_mod) or {})
+    if not cases or not shapes:
+        return []
+    ranges = task.heldout.ranges_for(on_gpu) if task.heldout else {}
+    keep = {b.dim for b in task.buckets} | {_main_dim(task, ranges)}  # the lengths the kernel's paths key on
+    if on_gpu:
+        small = [Shape(s.name, shrink(ref_mod, task, s.dims, ranges, keep, HARD_MAX_BYTES_GPU)) for s in shapes]
+        return [(c, s) for c in cases for s in small]
+    # Interpreter: the other ranged dims (rows, batch) down to 2 at most: the case is in the values.
+    small = []
+    for s in shapes:
+        dims = {d: (min(v, max(ranges[d][0], 2)) if d in ranges and d not in keep
+                    and all(isinstance(x, int) for x in ranges[d]) else v) for d, v in s.dims.items()}
+        for d, b in ranges.items():
+            if d in dims and any(isinstance(x, str) for x in b):
+                dims[d] = min(max(dims[d], _resolve(b, dims)[0]), _resolve(b, dims)[1])
+        small.append(Shape(s.name, dims))
+    return [(c, small[i % len(small)]) for i, c in enumerate(cases)]
+
+
+# -- checking them --------------------------------------------------------------------------------
+
+def _describe(dims: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in dims.items() if k != "case")
+
+
+def check(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
+          on_gpu: bool, opts: "EvalOptions", secret: int) -> bool:
+    """Run the held-out shapes and the hard cases in the candidate's child; True when all pass.
+    Fills v["heldout"] and v["hard_cases"]; failures go into run.reasons (stage correctness)."""
+    from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes
+    from harness.evaluate.runner import ChildFailed, derive_seed
+
+    t0 = time.monotonic()
+    heldout = v.setdefault("heldout", [])
+    hard = v.setdefault("hard_cases", [])
+    dtype = task.dtypes[0]
+    work: list[tuple[str, str, Shape, dict]] = []
+    for s, why in draw_shapes(task, ref_mod, on_gpu, secret):
+        entry = {"name": s.name, "dims": dict(s.dims), "why": why, "correct": None, "error": None}
+        heldout.append(entry)
+        work.append(("heldout-incorrect", f"[{s.name}] ", s, entry))
+    for case, s in hard_case_shapes(task, ref_mod, shapes, on_gpu):
+        dims = {**s.dims, "case": case}
+        entry = {"case": case, "shape": s.name, "dims": dict(s.dims), "correct": None, "error": None}
+        hard.append(entry)
+        work.append(("hard-case-incorrect", f"[hard case {case!r} on {s.name} ({_describe(dims)})] ",
+                     Shape(f"{s.name} / {case}", dims), entry))
+
+    ok = True
+    for rule, tag, shape, entry in work:
+        seed = derive_seed(secret, "heldout", shape.name)
+        xs, exp = _make(ref_mod, task, shape, seed, on_gpu)
+        try:
+            reply, outs = child.request({"op": "call", "role": "candidate", "dims": shape.dims, "seed": seed,
+                                         "poison": 1, "out_nbytes": _nbytes(exp)}, opts.run_timeout_s)
+        except ChildFailed as e:  # the child died on this shape: the verdict says on which
+            entry.update(correct=False, error=f"{e.rule}: {e.message}"[:500])
+            raise ChildFailed(e.rule, f"{tag}{e.message}") from None
+        if not reply.get("ok"):
+            err = _crash_message(reply)
+        else:
+            for o in reply.get("observed", []):
+                run.reject("guard", o["rule"], tag + o["message"])
+            err = None if len(outs) == reply.get("n_out", 1) else "the output is not a plain tensor"
+            err = err or compare(task, ref_mod, _as_out(outs, reply["n_out"]), exp, tuple(xs), dtype)
+        entry.update(correct=err is None, error=err.splitlines()[0][:500] if err else None)
+        if err:
+            ok = False
+            run.reject("correctness", rule, tag + err)
+    if work:
+        run.notes.append(f"held-out: {len(heldout)} shape(s) and {len(hard)} hard input(s) checked, correctness "
+                         f"only, in {time.monotonic() - t0:.1f} s")
+    elif task.heldout is None and not hard_cases(ref_mod):
+        run.notes.append("the task declares no [heldout] ranges and no HARD_CASES: only the listed shapes "
+                         "were checked")
+    return ok
