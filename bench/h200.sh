@@ -109,8 +109,8 @@ EOF
     heldout) L=$(limit ${HELDOUT_TIMEOUT:-240}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/heldout.py" --workers "${HELDOUT_WORKERS:-3}" --timeout 200 \
           ${HELDOUT_ONLY:+--only "$HELDOUT_ONLY"} --json "$OUT/heldout.json" 2>&1 | tee "$OUT/heldout.txt" | tail -25 ;;
-    timing) L=$(limit 150) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials 12 --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
+    timing) L=$(limit ${TIMING_TIMEOUT:-150}) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials "${TIMING_DETECT:-12}" --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }
       (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model tests/evaluate -rs) 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15 ;;
     profile) L=$(limit 90) || { echo "== skip $s"; continue; }

@@ -180,6 +180,11 @@ def run_gpu(args: argparse.Namespace) -> dict:
                      "median_spread_pct": round(statistics.median(a["spread_pct"] for a in aa), 2),
                      "max_spread_pct": round(max(a["spread_pct"] for a in aa), 2),
                      "seconds": round(time.monotonic() - t0, 1)}
+        # Said now: a time-boxed run (bench/h200.sh) that is cut later still reports the A/A.
+        print(f"A/A ({args.aa_clock} clock, {aa_shape.name}): {out['aa']['false_keeps']}/{len(aa)} false keeps, "
+              f"median band {out['aa']['median_band_pct']}%, median spread {out['aa']['median_spread_pct']}%, "
+              f"largest {out['aa']['max_spread_pct']}%, {out['aa']['median_us']} us per call, "
+              f"{out['aa']['seconds']} s", flush=True)
 
         # 2. spread of repeated medians on a >= 100 µs shape
         sp_shape = shapes[args.spread_shape]
