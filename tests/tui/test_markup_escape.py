@@ -12,7 +12,7 @@ from tui.screens.sessions import SessionsScreen
 from tui.testing import _variant, make_app, screen_text, softmax_task, verdict
 from tui_helpers import wait_prompt, wait_until
 
-SIZE = (200, 60)
+SIZE = (280, 60)  # wide: beside an open decision the reasoning is a quarter of the width
 TAG = "[bold red]"
 EXTRA = "warpsmith[anthropic]"
 
