@@ -230,14 +230,26 @@ def _dispatch_mode(costs: _Costs):
     return Mode()
 
 
-def wrap_kernels(kernels: dict[str, Callable], costs: _Costs | None) -> dict[str, Callable]:
-    """Each plugged-in kernel inside a named profiler range; with `costs`, its call is one row
-    whose bytes are its tensor arguments plus its output (what a roofline counts)."""
+class _Plug:
+    """What the plugged-in kernels' wrappers do on the current pass over the one workload: count
+    their bytes (`costs`), collect the GPU kernels they launch (`names`), or just run inside their
+    profiler range (neither)."""
+
+    def __init__(self) -> None:
+        self.costs: _Costs | None = None
+        self.names: dict[str, set[str]] | None = None
+
+
+def wrap_kernels(kernels: dict[str, Callable], plug: _Plug) -> dict[str, Callable]:
+    """Each plugged-in kernel inside a named profiler range, doing what `plug` asks on this pass."""
     import torch
 
     def wrap(task: str, fn: Callable) -> Callable:
         def call(*args, **kwargs):
             with torch.profiler.record_function(TASK_RANGE + task):
+                if plug.names is not None:
+                    return _launched(fn, args, kwargs, plug.names.setdefault(task, set()))
+                costs = plug.costs
                 if costs is None:
                     return fn(*args, **kwargs)
                 costs.inside_task += 1
@@ -252,14 +264,16 @@ def wrap_kernels(kernels: dict[str, Callable], costs: _Costs | None) -> dict[str
     return {k: wrap(k, f) for k, f in kernels.items()}
 
 
-def measure_costs(build: Callable[[dict], Any], kernels: dict[str, Callable]) -> dict[str, dict]:
+def measure_costs(workload: Any, plug: _Plug) -> dict[str, dict]:
     """One step of the workload, with every op's bytes and flops counted."""
-    costs = _Costs()
-    workload = build(wrap_kernels(kernels, costs))
-    workload.run()  # warm: compile, autotune, lazy allocations stay out of the counts
-    costs.rows.clear()
-    with _dispatch_mode(costs):
-        workload.run()
+    plug.costs = costs = _Costs()
+    try:
+        workload.run()  # warm: compile, autotune, lazy allocations stay out of the counts
+        costs.rows.clear()
+        with _dispatch_mode(costs):
+            workload.run()
+    finally:
+        plug.costs = None
     return costs.rows
 
 
@@ -336,27 +350,29 @@ def attribute_kernels(events: list, steps: int, task_kernels: dict[str, set[str]
     return times, total, n / steps
 
 
-def task_kernel_names(build: Callable[[dict], Any], kernels: dict[str, Callable]) -> dict[str, set[str]]:
-    """The GPU kernels each plugged-in kernel launches, from one workload step in which only its
-    calls run under a profiler (Triton's launches carry no link to the range around them)."""
+def _launched(fn: Callable, args: tuple, kwargs: dict, into: set[str]) -> Any:
+    """Call fn alone under a profiler and add the names of the GPU kernels it launched."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    seen: dict[str, set[str]] = {k: set() for k in kernels}
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = fn(*args, **kwargs)
+        torch.cuda.synchronize()
+    into |= {e.name for e in prof.events() if e.device_type != DeviceType.CPU}
+    return out
 
-    def watch(task: str, fn: Callable) -> Callable:
-        def call(*args, **kwargs):
-            torch.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                out = fn(*args, **kwargs)
-                torch.cuda.synchronize()
-            seen[task] |= {e.name for e in prof.events() if e.device_type != DeviceType.CPU}
-            return out
-        return call
 
-    build({k: watch(k, f) for k, f in kernels.items()}).run()
-    return seen
+def task_kernel_names(workload: Any, plug: _Plug) -> dict[str, set[str]]:
+    """The GPU kernels each plugged-in kernel launches, from one workload step in which only its
+    calls run under a profiler (Triton's launches carry no link to the range around them)."""
+    plug.names = {}
+    try:
+        workload.run()
+        return plug.names
+    finally:
+        plug.names = None
 
 
 def _events_timer(fn: Callable[[], Any], reps: int) -> float:
@@ -470,9 +486,10 @@ def profile_step(task: Any, candidate: Path | None = None, *, device: str | None
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     cand = Path(candidate) if candidate else task.baseline_path
     fn = load_kernel(task, cand, "step_profile")
-    kernels = {task.name: fn}
-    costs = measure_costs(lambda ks: mod.build(ks, device), kernels)
-    workload = mod.build(wrap_kernels(kernels, None), device)
+    plug = _Plug()
+    # One workload for every pass: the wrappers change what they do, the buffers stay.
+    workload = mod.build(wrap_kernels({task.name: fn}, plug), device)
+    costs = measure_costs(workload, plug)
     desc = getattr(workload, "description", getattr(mod, "__name__", "workload"))
     if device != "cuda":
         rows = build_rows(costs, None, None, pack_ceilings)
@@ -487,8 +504,7 @@ def profile_step(task: Any, candidate: Path | None = None, *, device: str | None
     from harness.profile import measure_ceilings
 
     ceilings = ceilings or measure_ceilings()
-    names = task_kernel_names(lambda ks: mod.build(ks, device), kernels)
-    t = measure_times(workload, steps, names)
+    t = measure_times(workload, steps, task_kernel_names(workload, plug))
     step_us = t["graph_us"] or t["eager_us"]
     rows = build_rows(costs, t["times"], step_us, ceilings)
     busy = sum(r.device_us or 0.0 for r in rows)
