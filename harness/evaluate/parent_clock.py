@@ -162,6 +162,18 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             "incumbent_alone_child_us": vd.median(alone_child) if alone_child else None}
 
 
+def roofline_and_floor(run: "_Run", entry: dict, tag: str, c_med: float, floor: tuple[float | None, str],
+                       dev: dict, bytes_moved: float | None) -> None:
+    """The candidate's % of measured copy bandwidth, and `impossible-time` below the physical floor
+    (shared by this judge and the in-child one that timing_trust still uses)."""
+    if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
+        entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
+    fl, why = floor
+    if fl is not None and c_med < fl:
+        run.reject("timing", "impossible-time",
+                   f"{tag}candidate median {c_med:.2f} µs is below the physical floor {fl:.2f} µs ({why})")
+
+
 def judge(run: "_Run", entry: dict, m: dict, floor: tuple[float | None, str], dev: dict,
           bytes_moved: float | None) -> None:
     """Rejections and the shape's figures from parent-clock samples (CPU-testable: plain numbers)."""
@@ -204,12 +216,7 @@ def judge(run: "_Run", entry: dict, m: dict, floor: tuple[float | None, str], de
                  # keep_policy's stable-timing condition reads these: the spread of the deciding samples
                  # (per-call figures of whole batches, the parent's clock), not the child's events.
                  **vd.shape_spread(cand["per_call_us"], inc["per_call_us"]))
-    if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
-        entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
-    fl, why = floor
-    if fl is not None and c_med < fl:
-        run.reject("timing", "impossible-time",
-                   f"{tag}candidate median {c_med:.2f} µs is below the physical floor {fl:.2f} µs ({why})")
+    roofline_and_floor(run, entry, tag, c_med, floor, dev, bytes_moved)
     alone = m.get("incumbent_alone_us")
     # Judged on the incumbent child's own figures where it has CUDA events: that process never runs
     # candidate code, and its GPU time is free of the host jitter that moves the parent's figures

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from harness.evaluate import verdict as vd
+from harness.evaluate.parent_clock import roofline_and_floor
 from harness.evaluate.correctness import input_bytes, n_buffers
 from harness.tasks import Shape, Task
 
@@ -101,12 +102,7 @@ def judge_shape(run: "_Run", entry: dict, r: dict, parent_wall_s: float, floor: 
                  candidate_graph_us=round(vd.median(cand["graph_us"]), 3) if cand.get("graph_us") else None,
                  incumbent_graph_us=round(vd.median(inc["graph_us"]), 3) if inc.get("graph_us") else None,
                  **vd.shape_spread(cand["event_us"], inc["event_us"]))  # a keep needs it under a bound
-    if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
-        entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
-    fl, why = floor
-    if fl is not None and c_med < fl:
-        run.reject("timing", "impossible-time",
-                   f"{tag}candidate median {c_med:.2f} µs is below the physical floor {fl:.2f} µs ({why})")
+    roofline_and_floor(run, entry, tag, c_med, floor, dev, bytes_moved)
     if baseline_us:
         slowed = (i_med / baseline_us - 1) * 100
         if slowed > max(SLOWED_MIN_PCT, 3 * band):
