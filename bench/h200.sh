@@ -10,7 +10,8 @@
 #   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
 #              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
 #              $HELDOUT_ONLY=a,b for some, $HELDOUT_WORKERS at a time)
-#   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py)
+#   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py; $TIMING_FLAGS passed on)
+#   aa         per-task A/A: each of $AA_TASKS's incumbent against itself over all its GPU shapes ($AA_TRIALS)
 #   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
@@ -110,7 +111,13 @@ EOF
       timeout "$L" python3 "$REPO/bench/heldout.py" --workers "${HELDOUT_WORKERS:-3}" --timeout 200 \
           ${HELDOUT_ONLY:+--only "$HELDOUT_ONLY"} --json "$OUT/heldout.json" 2>&1 | tee "$OUT/heldout.txt" | tail -25 ;;
     timing) L=$(limit ${TIMING_TIMEOUT:-150}) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials "${TIMING_DETECT:-12}" --calib-samples 120 --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
+      timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials "${TIMING_DETECT:-12}" --calib-samples 120 ${TIMING_FLAGS:-} --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
+    aa)  # per-task A/A: the incumbent against itself round-robin over every GPU shape of each $AA_TASKS
+      for t in ${AA_TASKS:-softmax rmsnorm dsv4_csa_decode dsv4_hca_decode dsv4_indexer_topk dsv4_csa_decode_fp8}; do
+        L=$(limit ${AA_TIMEOUT:-90}) || { echo "== skip $s/$t"; continue; }
+        timeout "$L" python3 "$REPO/bench/timing_trust.py" --task "$t" --aa-shape all --only-aa --trials "${AA_TRIALS:-8}" \
+          --json "$OUT/aa_$t.json" > "$OUT/aa_$t.txt" 2>&1; echo "== aa $t rc=$?"; tail -3 "$OUT/aa_$t.txt"
+      done ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }
       (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model tests/evaluate -rs) 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15 ;;
     profile) L=$(limit 90) || { echo "== skip $s"; continue; }
@@ -122,7 +129,7 @@ EOF
         timeout "$L" $H profile "$t" --e2e 2>&1 | tee "$OUT/stepprof_$t.txt"
         timeout "$L" $H profile "$t" --e2e --json --no-ncu > "$OUT/stepprof_$t.json" 2>/dev/null
       done
-      (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model/test_step_profile.py -rs) 2>&1 | tail -4 ;;
+      (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model/test_step_profile.py -rs) > "$OUT/pytest_stepprof.txt" 2>&1; tail -4 "$OUT/pytest_stepprof.txt" ;;
     hwdetect) L=$(limit 60) || { echo "== skip $s"; continue; }
       pid=$(timeout "$L" python3 -c "
 from harness.hardware import detect, match_hardware

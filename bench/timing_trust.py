@@ -140,12 +140,12 @@ def run_gpu(args: argparse.Namespace) -> dict:
                                  300)
         assert r.get("ok"), r
 
-        # 1. A/A
-        aa_shape = shapes[args.aa_shape]
+        # 1. A/A (round-robin over every GPU shape with --aa-shape all: a per-task check)
+        aa_shapes = list(task.shapes) if args.aa_shape == "all" else [shapes[args.aa_shape]]
         t0 = time.monotonic()
         aa = []
 
-        def aa_samples(*tag) -> tuple[list[float], list[float]]:
+        def aa_samples(aa_shape, *tag) -> tuple[list[float], list[float]]:
             if args.aa_clock == "child":
                 res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples,
                                secret, *tag)
@@ -163,15 +163,19 @@ def run_gpu(args: argparse.Namespace) -> dict:
             return m["roles"]["incumbent"]["per_call_us"], m["roles"]["candidate"]["per_call_us"]
 
         for t in range(args.trials):
-            inc, cand = aa_samples("aa", t)
+            aa_shape = aa_shapes[t % len(aa_shapes)]
+            inc, cand = aa_samples(aa_shape, "aa", t)
             k, sp, band = keep(inc, cand, t)
             if k:  # as the evaluator does: a would-be keep must show again in a second measurement
-                inc, cand = aa_samples("aa-confirm", t)
+                inc, cand = aa_samples(aa_shape, "aa-confirm", t)
                 k, sp, band = keep(inc, cand, 10_000 + t)
-            aa.append({"keep": k, "speedup": sp, "band_pct": band, "median_us": vd.median(cand),
-                       "spread_pct": vd.shape_spread(inc, cand)["spread_pct"]})
+            aa.append({"shape": aa_shape.name, "keep": k, "speedup": sp, "band_pct": band,
+                       "median_us": vd.median(cand), "spread_pct": vd.shape_spread(inc, cand)["spread_pct"]})
+            # One line a trial: a run cut by its time box still shows how far it got.
+            print(f"  A/A {t + 1}/{args.trials} {aa_shape.name}: {sp:.4f}x band ±{band:.2f}%"
+                  f"{' FALSE KEEP' if k else ''}  ({time.monotonic() - t0:.0f} s)", flush=True)
         inc_child.close()
-        out["aa"] = {"shape": aa_shape.name, "clock": args.aa_clock, "trials": len(aa),
+        out["aa"] = {"shape": args.aa_shape if args.aa_shape == "all" else aa_shapes[0].name, "clock": args.aa_clock, "trials": len(aa),
                      "false_keeps": sum(a["keep"] for a in aa),
                      "speedups": [round(a["speedup"], 4) for a in aa],
                      "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in aa), 3),
@@ -181,11 +185,13 @@ def run_gpu(args: argparse.Namespace) -> dict:
                      "max_spread_pct": round(max(a["spread_pct"] for a in aa), 2),
                      "seconds": round(time.monotonic() - t0, 1)}
         # Said now: a time-boxed run (bench/h200.sh) that is cut later still reports the A/A.
-        print(f"A/A ({args.aa_clock} clock, {aa_shape.name}): {out['aa']['false_keeps']}/{len(aa)} false keeps, "
+        print(f"A/A ({args.aa_clock} clock, {out['aa']['shape']}): {out['aa']['false_keeps']}/{len(aa)} false keeps, "
               f"median band {out['aa']['median_band_pct']}%, median spread {out['aa']['median_spread_pct']}%, "
               f"largest {out['aa']['max_spread_pct']}%, {out['aa']['median_us']} us per call, "
               f"{out['aa']['seconds']} s", flush=True)
 
+        if args.only_aa:
+            return out
         # 2. spread of repeated medians on a >= 100 µs shape
         sp_shape = shapes[args.spread_shape]
         meds = []
@@ -273,7 +279,9 @@ def print_table(r: dict) -> None:
         s = r["spread"]
         print(f"  spread of medians       {s['spread_pct']}% (max-min)/median, stdev {s['stdev_pct']}%"
               f"  ({s['repeats']} runs, shape {s['shape']}, median {s['median_us']} µs)   goal <= 1%")
-    d = r["detect"]
+    d = r.get("detect")
+    if d is None:
+        return
     print(f"  real {d['true_gap_pct']}% improvement     detected {d['detected']}/{d['trials']}"
           + (f"  (shape {d['shape']}, median speedup {d['median_speedup']}, band ±{d['median_band_pct']}%)"
              if "shape" in d else ""))
@@ -284,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task", default="softmax")
     p.add_argument("--trials", type=int, default=50, help="A/A trials (>= 50)")
     p.add_argument("--samples", type=int, default=40, help="timed samples per side, as `warpsmith eval` uses")
-    p.add_argument("--aa-shape", default="4k x 4k")
+    p.add_argument("--aa-shape", default="4k x 4k", help="a shape name, or all (round-robin over the task's shapes)")
+    p.add_argument("--only-aa", action="store_true", help="the A/A trials alone (no spread, no detection)")
     p.add_argument("--aa-clock", choices=["parent", "child"], default="parent",
                    help="parent: the evaluator's decision path (default); child: the old in-child samples")
     p.add_argument("--spread-shape", default="long rows 128k")
