@@ -7,7 +7,8 @@ keep and revert come from here:
   - two children: the incumbent's and the candidate's. The incumbent never shares a process
     with the candidate (nothing the candidate does in its process can slow the incumbent's code);
   - each sample is one *batch* of n back-to-back calls on n fresh input sets (made from the
-    parent's seeds, outside the timed window), ending in a device-wide sync; the parent times
+    parent's seeds, outside the timed window), on a GPU captured as one CUDA graph and replayed
+    (so Python's launch overhead doesn't hide the kernel's time), ending in a device-wide sync; the parent times
     the request from send to reply with its own clock; per-call time = (wall - overhead) / n,
     where overhead is the smaller of the two children's empty-batch round trips (a child can
     only inflate its own);
@@ -22,7 +23,10 @@ keep and revert come from here:
     cross-check: beyond a bound from the parent's figure, "timer-disagrees".
 What remains a hint: a candidate that reads the harness's request in its own process knows
 which call of a batch is checked; skipping the others shows as an impossible time (below the
-physical floor) or not at all when it skips little. The re-measure of a big win runs the same
+physical floor) or not at all when it skips little. Likewise the inputs are made in the child
+before the timed window, so a candidate that hooks their making can compute there and replay a
+copy: it can gain up to the floor, not past it (closing that needs inputs written by the parent,
+e.g. through CUDA IPC while the child is stopped). The re-measure of a big win runs the same
 way in two fresh children.
 """
 from __future__ import annotations
@@ -84,6 +88,9 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     rng = random.Random(seed_of("order"))
     to = opts.run_timeout_s
     roles = ("incumbent", "candidate")
+    # Batches replay a CUDA graph of their n calls where the task runs under graphs (the default;
+    # the correctness stage has already required capture): the GPU's time, not Python's launches.
+    graph = bool(opts.on_gpu and getattr(task, "cuda_graphs", True))
     res: dict[str, Any] = {r: {"wall_us": [], "child_us": [], "net_us": [], "per_call_us": [], "bad": 0,
                                "checked": 0, "errors": [], "observed": []} for r in roles}
     batch_no = [0]
@@ -96,7 +103,7 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         seeds = [seed_of(role, k, i) for i in range(max(n, 1))]
         ch, other = children[role], children[roles[1 - roles.index(role)]]
         r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
-                           "warmup": 0 if role in warmed else warmup}, to)  # (compiles, autotunes)
+                           "warmup": 0 if role in warmed else warmup, "graph": graph}, to)  # (compiles, autotunes)
         warmed.add(role)
         if not r.get("ok"):
             res[role]["errors"].append(r.get("error"))
@@ -157,7 +164,7 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             d["net_us"].append(net)
             d["child_us"].append(s["child"])
             d["per_call_us"].append(net / n)
-    return {"roles": res, "n": n, "overhead_us": overhead, "overhead_by_role_us": over,
+    return {"roles": res, "n": n, "graph": graph, "overhead_us": overhead, "overhead_by_role_us": over,
             "incumbent_alone_us": vd.median(alone) if alone else None,
             "incumbent_alone_child_us": vd.median(alone_child) if alone_child else None}
 
