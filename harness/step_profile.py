@@ -29,6 +29,7 @@ from typing import Any, Callable
 from harness.profile import Ceilings, classify
 
 STEP_RANGE = "warpsmith::step"
+GAP_ROW = "idle between kernels (graph replay)"
 TASK_RANGE = "warpsmith::task:"  # + task name: the plugged-in kernel's calls
 # Ops that move no data of their own (allocations, aliasing): never a row.
 _NO_WORK = ("aten::empty", "aten::new_empty", "aten::empty_like", "aten::empty_strided", "aten::lift_fresh",
@@ -80,7 +81,8 @@ class StepProfile:
     graph_us: float | None = None
     busy_us: float | None = None  # sum of the rows' GPU time per step
     accounted_pct: float | None = None  # busy_us / step_us: how much of the step the rows explain
-    gaps_us: float | None = None  # step time no kernel was running (launch gaps, host waits)
+    gaps_us: float | None = None  # step time no row explains (the replay's launch, the timer's events)
+    replay_span_us: float | None = None  # a graph replay from its first kernel's start to its last one's end
     graph_coverage: float | None = None  # kernels in a graph replay / kernels of an eager step
     launches: float | None = None  # GPU kernels per eager step
     note: str = ""
@@ -390,6 +392,32 @@ def _events_timer(fn: Callable[[], Any], reps: int) -> float:
     return statistics.median(a.elapsed_time(b) * 1e3 for a, b in zip(starts, ends))
 
 
+def replay_gaps(intervals: list[tuple[float, float]], steps: int) -> dict[str, float | None]:
+    """Per graph replay (steps replays, synchronised apart, so in start order each replay's
+    intervals are one run of len/steps): the span from the first kernel's start to the last one's
+    end, the time some kernel was running (the union of the intervals: kernels may overlap), and
+    the idle time between them — the launch gaps a graph still has, measured, not inferred."""
+    if not intervals or steps < 1 or len(intervals) % steps:
+        return {"replay_span_us": None, "replay_busy_us": None, "replay_idle_us": None}
+    per = len(intervals) // steps
+    ivs = sorted(intervals)
+    spans, busys = [], []
+    for k in range(steps):
+        chunk = ivs[k * per:(k + 1) * per]
+        busy, cur_s, cur_e = 0.0, chunk[0][0], chunk[0][1]
+        for a, b in chunk[1:]:
+            if a > cur_e:
+                busy += cur_e - cur_s
+                cur_s, cur_e = a, b
+            else:
+                cur_e = max(cur_e, b)
+        busy += cur_e - cur_s
+        spans.append(max(b for _, b in chunk) - chunk[0][0])
+        busys.append(busy)
+    span, busy = statistics.median(spans), statistics.median(busys)
+    return {"replay_span_us": span, "replay_busy_us": busy, "replay_idle_us": max(span - busy, 0.0)}
+
+
 def measure_times(workload: Any, steps: int = 10, task_kernels: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """Eager and graph-replayed step times (events, no profiler), then a profiled run."""
     import torch
@@ -416,12 +444,14 @@ def measure_times(workload: Any, steps: int = 10, task_kernels: dict[str, set[st
         with profile(activities=[ProfilerActivity.CUDA]) as gprof:
             for _ in range(steps):
                 g.replay()
-            torch.cuda.synchronize()
+                torch.cuda.synchronize()  # replays apart: each one's span is measured on its own
         from torch.autograd import DeviceType
 
-        replayed = sum(1 for e in gprof.events() if e.device_type != DeviceType.CPU
-                       and not e.name.startswith("warpsmith::")) / steps
+        dev_events = [e for e in gprof.events() if e.device_type != DeviceType.CPU
+                      and not e.name.startswith("warpsmith::")]
+        replayed = len(dev_events) / steps
         out["graph_coverage"] = min(replayed / out["launches"], 1.0) if out["launches"] else None
+        out.update(replay_gaps([(e.time_range.start, e.time_range.end) for e in dev_events], steps))
     else:
         out["graph_coverage"] = 0.0
     return out
@@ -507,12 +537,21 @@ def profile_step(task: Any, candidate: Path | None = None, *, device: str | None
     t = measure_times(workload, steps, task_kernel_names(workload, plug))
     step_us = t["graph_us"] or t["eager_us"]
     rows = build_rows(costs, t["times"], step_us, ceilings)
+    if t["graph_us"] and t.get("replay_idle_us") is not None:
+        # The graph's own idle time between kernels, measured on the replay's timeline: a row, so
+        # the rows account for the step (the rest is the replay's launch and the timer's events).
+        idle = t["replay_idle_us"]
+        rows.append(StepRow(name=GAP_ROW, kind="gap", launches=0.0, device_us=idle,
+                            share=idle / step_us if step_us else None, bound="launch",
+                            gain=step_us / max(step_us - idle, 1e-9) if step_us else None))
+        rows.sort(key=lambda r: -(r.device_us or 0.0))
     busy = sum(r.device_us or 0.0 for r in rows)
     note = "" if t["graph_us"] else f"the step is not CUDA-graph captured ({t['graph_error']}): times are eager"
     return StepProfile(task.name, desc, torch.cuda.get_device_name(0), True, asdict(ceilings), rows,
                        step_us=step_us, eager_us=t["eager_us"], graph_us=t["graph_us"], busy_us=busy,
                        accounted_pct=100 * busy / step_us if step_us else None,
-                       gaps_us=max(step_us - busy, 0.0), graph_coverage=t["graph_coverage"],
+                       gaps_us=max(step_us - busy, 0.0), replay_span_us=t.get("replay_span_us"),
+                       graph_coverage=t["graph_coverage"],
                        launches=t["launches"], note=note, kernel_shapes=kernel_shapes(task, cand, ceilings, True),
                        ncu=ncu_detail(task, cand) if use_ncu else {"note": "Nsight Compute skipped (--no-ncu)"})
 
@@ -526,8 +565,8 @@ def header_lines(p: StepProfile) -> list[str]:
     if p.measured:
         cov = 100 * p.graph_coverage if p.graph_coverage is not None else None
         lines.append(f"step {f(p.step_us, '.1f')} us ({'CUDA-graph replay' if p.graph_us else 'eager'}); eager "
-                     f"{f(p.eager_us, '.1f')} us; kernels busy {f(p.busy_us, '.1f')} us = {f(p.accounted_pct, '.0f')}% of "
-                     f"the step; gaps {f(p.gaps_us, '.1f')} us; {f(p.launches, '.0f')} launches/step; graph coverage "
+                     f"{f(p.eager_us, '.1f')} us; the rows add up to {f(p.busy_us, '.1f')} us = {f(p.accounted_pct, '.0f')}% of "
+                     f"the step; unexplained {f(p.gaps_us, '.1f')} us; replay span {f(p.replay_span_us, '.1f')} us; {f(p.launches, '.0f')} launches/step; graph coverage "
                      f"{f(cov, '.0f')}%")
     if p.ceilings:
         c = p.ceilings

@@ -132,3 +132,20 @@ def test_kernels_go_to_the_innermost_op_the_task_range_or_their_own_row():
     assert times["softmax (task kernel)"]["device_us"] == 10.0 and times["softmax (task kernel)"]["kind"] == "task"
     assert times["kernel _other_triton"]["kind"] == "unattributed"
     assert total == 45.0 and launches == 3
+
+
+def test_replay_gaps_measure_the_idle_time_between_a_replays_kernels_overlaps_counted_once():
+    from harness.step_profile import replay_gaps
+
+    # two replays of three kernels: busy 0-10, 12-20 (15-18 overlaps), idle 10-12 -> span 20, busy 18
+    one = [(0.0, 10.0), (12.0, 20.0), (15.0, 18.0)]
+    two = [(a + 100, b + 100) for a, b in one]
+    g = replay_gaps(two + one, steps=2)
+    assert g == {"replay_span_us": 20.0, "replay_busy_us": 18.0, "replay_idle_us": 2.0}
+
+
+def test_replay_gaps_say_nothing_when_the_replays_do_not_split_evenly():
+    from harness.step_profile import replay_gaps
+
+    assert replay_gaps([(0.0, 1.0)] * 3, steps=2)["replay_idle_us"] is None
+    assert replay_gaps([], steps=2)["replay_span_us"] is None
