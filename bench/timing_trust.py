@@ -145,6 +145,8 @@ def run_gpu(args: argparse.Namespace) -> dict:
         t0 = time.monotonic()
         aa = []
 
+        last_batch: dict = {}
+
         def aa_samples(aa_shape, *tag) -> tuple[list[float], list[float]]:
             if args.aa_clock == "child":
                 res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples,
@@ -160,6 +162,10 @@ def run_gpu(args: argparse.Namespace) -> dict:
             for role, d in m["roles"].items():
                 if d["bad"] or d["errors"]:
                     raise SystemExit(f"{role}: {d['errors'][-1]}")
+            c = m["roles"]["candidate"]
+            last_batch.update(n=m["n"], graph=m.get("graph"), parent_us=vd.median(c["per_call_us"]),
+                              child_us=vd.median(c["child_us"]) / max(m["n"], 1),
+                              child_spread=vd.spread_pct([x / max(m["n"], 1) for x in c["child_us"]]))
             return m["roles"]["incumbent"]["per_call_us"], m["roles"]["candidate"]["per_call_us"]
 
         for t in range(args.trials):
@@ -173,7 +179,10 @@ def run_gpu(args: argparse.Namespace) -> dict:
                        "median_us": vd.median(cand), "spread_pct": vd.shape_spread(inc, cand)["spread_pct"]})
             # One line a trial: a run cut by its time box still shows how far it got.
             print(f"  A/A {t + 1}/{args.trials} {aa_shape.name}: {sp:.4f}x band ±{band:.2f}%"
-                  f"{' FALSE KEEP' if k else ''}  ({time.monotonic() - t0:.0f} s)", flush=True)
+                  f"{' FALSE KEEP' if k else ''}  ({time.monotonic() - t0:.0f} s)"
+                  + (f"; {last_batch['n']} calls/batch{' graph' if last_batch['graph'] else ''}, parent "
+                     f"{last_batch['parent_us']:.2f} us/call, child events {last_batch['child_us']:.2f} us/call "
+                     f"(spread {last_batch['child_spread']:.1f}%)" if last_batch else ""), flush=True)
         inc_child.close()
         out["aa"] = {"shape": args.aa_shape if args.aa_shape == "all" else aa_shapes[0].name, "clock": args.aa_clock, "trials": len(aa),
                      "false_keeps": sum(a["keep"] for a in aa),

@@ -273,14 +273,14 @@ class Child:
                 fn(*bufs[0])
             self.sync()
             if req.get("graph") and self.on_gpu:
-                self.batch_graph = self._capture(fn, bufs)
+                self.batch_graph = self._capture(fn, bufs, req.get("check"))
         except BaseException as e:  # noqa: BLE001
             self.batch_graph = None
             return error_reply("crashed", e), []
         self.batch_bufs = (req["role"], bufs)
         return {"ok": True, "graph": self.batch_graph is not None}, []
 
-    def _capture(self, fn: Any, bufs: list) -> tuple[Any, list]:
+    def _capture(self, fn: Any, bufs: list, check: int | None) -> tuple[Any, dict]:
         torch = self.torch
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -289,9 +289,14 @@ class Child:
         torch.cuda.current_stream().wait_stream(s)
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
+        kept = {}
         with torch.cuda.graph(g):
-            outs = [fn(*b) for b in bufs]  # every output kept: call `check`'s is fetched after replay
-        return g, outs
+            for i, b in enumerate(bufs):
+                out = fn(*b)
+                if i == check:  # fetched after the replay; the others' memory is reused within the graph
+                    kept[i] = out
+                del out
+        return g, {"n": len(bufs), "kept": kept}
 
     def op_batch(self, req: dict) -> tuple[dict, list]:
         """n back-to-back calls on the prepared inputs (a replay of the captured graph when prep made
@@ -302,8 +307,8 @@ class Child:
         role, bufs = self.batch_bufs if self.batch_bufs else (req.get("role"), [])
         fn = self.entries.get(role) if n else None
         graph = self.batch_graph if n else None
-        if graph is not None and n != len(graph[1]):
-            return {"ok": False, "kind": "protocol", "error": f"batch of {n} calls, {len(graph[1])} captured"}, []
+        if graph is not None and n != graph[1]["n"]:
+            return {"ok": False, "kind": "protocol", "error": f"batch of {n} calls, {graph[1]['n']} captured"}, []
         kept = None
         try:
             self.sync()
@@ -313,7 +318,7 @@ class Child:
             t0 = time.perf_counter()
             if graph is not None:
                 graph[0].replay()
-                kept = graph[1][check] if check is not None else None
+                kept = graph[1]["kept"].get(check) if check is not None else None
             else:
                 for i in range(n):
                     out = fn(*bufs[i % len(bufs)])
@@ -346,6 +351,12 @@ class Child:
         observed += self.introspected()
         send = [o.detach() for o in plain] if len(plain) == len(outs) else []
         return {"ok": True, "n_out": len(outs), "observed": observed}, send
+
+    def op_mem(self, req: dict) -> tuple[dict, list]:
+        """Free GPU memory: the parent sizes its batches from the incumbent's child (not the candidate's)."""
+        if not self.on_gpu:
+            return {"ok": True, "free": None}, []
+        return {"ok": True, "free": int(self.torch.cuda.mem_get_info()[0])}, []
 
     def op_device(self, req: dict) -> tuple[dict, list]:
         if not self.on_gpu:
@@ -431,7 +442,8 @@ def main(argv: list[str]) -> int:
     startup["total_in_child"] = time.monotonic() - t0
     Endpoint.send(ep, {"ok": True, "pid": os.getpid(), "startup_s": {k: round(v, 3) for k, v in startup.items()}})
     ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device,
-           "prep": child.op_prep, "batch": child.op_batch, "fetch": child.op_fetch}
+           "prep": child.op_prep, "batch": child.op_batch, "fetch": child.op_fetch,
+           "mem": child.op_mem}
     while True:
         req, _ = Endpoint.recv(ep)  # (through the class, like send)
         op = req.get("op")

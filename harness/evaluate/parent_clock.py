@@ -45,8 +45,11 @@ if TYPE_CHECKING:
     from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
     from harness.tasks import Shape, Task
 
-TARGET_BATCH_US = 2000.0      # a batch long enough that the round trip's jitter is ~1% of it
-MAX_BATCH_BYTES = 4 * 2**30   # one input set per call: at most this much input per batch
+# A batch long enough that the round trip's jitter is small beside it: at 2 ms (128 calls of the
+# 10 µs softmax 4k x 4k, capped by input bytes) the H200's A/A bands were ±9-21%.
+TARGET_BATCH_US = 4000.0
+MAX_BATCH_BYTES = 16 * 2**30  # one fresh input set per call (no call sees another's inputs): at most this much
+                              # input per batch, and at most a quarter of the GPU's free memory
 MAX_CALLS = 1000
 ALONE_BATCHES = 8             # incumbent batches before any candidate batch (the "alone" figure)
 CHECK_RATE = 0.25             # share of batches whose output comes back for the parent to check
@@ -73,14 +76,16 @@ def timed(child: "ChildProcess", req: dict, timeout: float) -> tuple[dict, float
     return r, (time.perf_counter() - t0) * 1e6
 
 
-def calls_per_batch(one_call_us: float, in_bytes: int) -> int:
+def calls_per_batch(one_call_us: float, in_bytes: int, max_bytes: int | None = None) -> int:
     n = math.ceil(TARGET_BATCH_US / max(one_call_us, 0.5))
-    return int(max(1, min(n, MAX_CALLS, MAX_BATCH_BYTES // max(in_bytes, 1))))
+    cap = min(MAX_BATCH_BYTES, max_bytes) if max_bytes else MAX_BATCH_BYTES
+    return int(max(1, min(n, MAX_CALLS, cap // max(in_bytes, 1))))
 
 
 def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleType, shape: "Shape",
             opts: "EvalOptions", seed_of: Callable[..., int], check_output: Callable[[list, int, int], str | None],
-            in_bytes: int, samples: int | None = None, warmup: int | None = None) -> dict:
+            in_bytes: int, samples: int | None = None, warmup: int | None = None,
+            mem_free_bytes: int | None = None) -> dict:
     """Parent-clock samples for both roles on one shape. check_output(tensors, n_out, seed) -> error
     or None compares one returned output with the reference of the inputs made from `seed`."""
     samples = samples or opts.samples
@@ -102,13 +107,15 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         batch_no[0] += 1
         seeds = [seed_of(role, k, i) for i in range(max(n, 1))]
         ch, other = children[role], children[roles[1 - roles.index(role)]]
-        r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
+        # The checked call is named at prep: a captured graph keeps only that call's output (the
+        # candidate could read it from the request either way, in its own process).
+        j = rng.randrange(n) if (check and n) else None
+        r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds, "check": j,
                            "warmup": 0 if role in warmed else warmup, "graph": graph}, to)  # (compiles, autotunes)
         warmed.add(role)
         if not r.get("ok"):
             res[role]["errors"].append(r.get("error"))
             return None
-        j = rng.randrange(n) if (check and n) else None
         if other is not ch:
             freeze(other, True)
         try:
@@ -143,7 +150,10 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     # Calls per batch from the incumbent's single calls.
     singles = [run_batch("incumbent", 1, False) for _ in range(3)]
     one = vd.median([max(s["wall"] - overhead, 0.1) for s in singles if s]) if any(singles) else 100.0
-    n = calls_per_batch(one, in_bytes)
+    if mem_free_bytes is None and graph:  # asked of the incumbent's child: the candidate's could say anything
+        r, _ = children["incumbent"].request({"op": "mem"}, to)
+        mem_free_bytes = r.get("free") if r.get("ok") else None
+    n = calls_per_batch(one, in_bytes, mem_free_bytes // 4 if mem_free_bytes else None)
     alone, alone_child = [], []
     for _ in range(ALONE_BATCHES):
         s = run_batch("incumbent", n, False)

@@ -81,8 +81,9 @@ def test_wrong_timed_outputs_slowed_incumbent_and_impossible_times_are_rejected(
 
 
 def test_batch_size_aims_at_a_few_milliseconds_within_memory():
-    assert parent_clock.calls_per_batch(20.0, 32 * 2**20) == 100
-    assert parent_clock.calls_per_batch(20.0, 256 * 2**20) == 16  # 4 GiB of inputs at most
+    assert parent_clock.calls_per_batch(20.0, 32 * 2**20) == 200  # 4 ms of calls
+    assert parent_clock.calls_per_batch(20.0, 256 * 2**20) == 64  # 16 GiB of inputs at most
+    assert parent_clock.calls_per_batch(20.0, 256 * 2**20, max_bytes=4 * 2**30) == 16  # a quarter of free memory
     assert parent_clock.calls_per_batch(5000.0, 1024) == 1
 
 
