@@ -91,9 +91,10 @@ class Child:
                "reference.compare": getattr(self.ref, "compare", None),
                "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run}
         if self.dsl == "cute":
-            from cutlass.base_dsl.jit_executor import JitExecutor
+            from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
 
             fns["cutlass.JitExecutor.run_compiled_program"] = JitExecutor.run_compiled_program
+            fns["cutlass.JitCompiledFunction.run_compiled_program"] = JitCompiledFunction.run_compiled_program
         return fns
 
     def patched(self) -> list[str]:

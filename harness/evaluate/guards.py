@@ -109,11 +109,12 @@ class CuteLaunchCounter:
     A compiled CuTe DSL program (what `cute.compile` returns, or what a direct call of a @cute.jit
     function compiles) launches its kernels from native host code, out of Python's sight; every
     execution of one passes through `JitExecutor.run_compiled_program` (cutlass.base_dsl), on the
-    first call of a compiled function, on later ones and through `.to(device)` alike. That method is
-    wrapped at class level: each execution is counted, and in ghost mode skipped, so the no-op swap
-    leaves the output as the poisoned allocator made it. There is no driver-level second opinion
-    (hook_installed stays False): a program bypassing the wrapper is not counted, so it fails the
-    count, or escapes the ghost and fails the no-op swap.
+    first call of a compiled function (through `JitCompiledFunction.run_compiled_program`), on later
+    ones and through `.to(device)` alike. Both are wrapped at class level: each execution is counted
+    once, and in ghost mode skipped, so the no-op swap leaves the output as the poisoned allocator
+    made it. There is no driver-level second opinion (hook_installed stays False): a program run
+    around the wrappers is not counted, so it fails the count, or escapes the ghost and fails the
+    no-op swap.
     """
 
     launches: int = 0
@@ -124,16 +125,29 @@ class CuteLaunchCounter:
     hook_installed: bool = False
 
     def install(self) -> None:
-        from cutlass.base_dsl.jit_executor import JitExecutor
+        from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
 
         orig = JitExecutor.run_compiled_program
         self.originals["JitExecutor.run_compiled_program"] = orig
+        first = JitCompiledFunction.run_compiled_program
+        self.originals["JitCompiledFunction.run_compiled_program"] = first
         counter = self
+
+        def first_run(fn: Any, exe_args: Any) -> Any:
+            # A compiled function's first run makes its executor (loading the module) and goes on
+            # into JitExecutor.run_compiled_program, counted there; a ghost run stops here.
+            if counter.ghost:
+                counter.launches += 1
+                counter.kernels.add(_cute_name(fn))
+                return None
+            return first(fn, exe_args)
+
+        first_run.__wrapped__ = first  # type: ignore[attr-defined]
+        JitCompiledFunction.run_compiled_program = first_run  # type: ignore[method-assign]
 
         def run_compiled_program(executor: Any, exe_args: Any) -> Any:
             counter.launches += 1
-            counter.kernels.add("cute:" + (getattr(getattr(executor, "jit_module", None), "function_name", None)
-                                           or "compiled program"))
+            counter.kernels.add(_cute_name(getattr(getattr(executor, "jit_module", None), "execution_args", None)))
             if counter.ghost:
                 # What the real call returns on success (a CUDA status, or None without one).
                 return None if getattr(executor, "cuda_result", None) is None else 0
@@ -146,6 +160,11 @@ class CuteLaunchCounter:
         self.launches = 0
         self.driver_launches = 0
         self.kernels = set()
+
+
+def _cute_name(obj: Any) -> str:
+    """The @cute.jit function's name a compiled program came from (for the verdict's kernel list)."""
+    return "cute:" + str(getattr(obj, "function_name", None) or "compiled program")
 
 
 def launch_counter(dsl: str) -> "LaunchCounter | CuteLaunchCounter":
