@@ -151,3 +151,44 @@ def test_the_cute_launch_counter_counts_compiled_programs_and_ghosts_them(tmp_pa
     assert lines[0].startswith("ghost 2 ['cute:cutlass_host_") and lines[0].endswith(" True"), lines
     # A real run loads the module onto the GPU before it launches: without one it fails first.
     assert lines[1] == "real 2 DSLCudaRuntimeError", lines
+
+
+WATCH_SCRIPT = textwrap.dedent('''
+    import sys, torch
+    import cuda.bindings.driver as cuda
+    from cutlass.cute.runtime import from_dlpack
+    from harness.evaluate import guards
+    from harness.tasks import load_module
+
+    counter = guards.launch_counter("cute")
+    watch = guards.IntrospectionWatch()
+    watch.install()
+    path = sys.argv[1]
+    watch.watch_file(path)
+    mod = load_module(__import__("pathlib").Path(path), "candidate")
+    x = torch.randn(8, 1000, dtype=torch.bfloat16)
+    w = torch.rand(1000, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    tw = guards.TorchComputeWatch()
+    with tw:   # what the child watches during a correctness call: compiling, DLPack hand-over
+        mx = from_dlpack(x).mark_layout_dynamic(leading_dim=1)
+        mw = from_dlpack(w).mark_layout_dynamic(leading_dim=0)
+        my = from_dlpack(y).mark_layout_dynamic(leading_dim=1)
+        fn = mod.cute.compile(mod._rms_host, mx, mw, my, 1e-6, cuda.CUstream(0))
+    print("introspection", watch.take())
+    print("torch", tw.findings(), tw.to_python)
+''')
+
+
+@needs_cute
+def test_compiling_a_cute_candidate_under_the_childs_watches_is_not_a_violation(tmp_path):
+    """The DSL reads the candidate's source, rewrites and traces it, and takes tensors through DLPack:
+    none of that may count as the candidate introspecting or reading values into Python."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+               CUTE_DSL_ARCH="sm_90a", CUTE_DSL_CACHE_DIR=str(tmp_path / "cute"), CUDA_VISIBLE_DEVICES="")
+    (tmp_path / "watch.py").write_text(WATCH_SCRIPT)
+    honest = REPO / "tests" / "redteam" / "candidates" / "cute_honest_dynamic.py"
+    r = subprocess.run([sys.executable, "watch.py", str(honest)], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines() == ["introspection []", "torch [] 0"]
