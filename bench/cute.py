@@ -28,7 +28,7 @@ SMALL = "decode 128 x 7168"
 # (label, file, extra eval flags, expected rules: None = accepted)
 RUNS = [
     ("baseline", REPO / "kernels" / "rmsnorm_cute" / "kernel.py", [], None),
-    ("honest variant", RT / "cute_honest_dynamic.py", [], None),
+    ("honest variant", RT / "cute_honest_dynamic.py", ["--samples", "20"], None),
     ("triton dressed as cute", RT / "cute_triton_dressed.py", ["--shapes", SMALL], {"static:allowed-imports"}),
     ("torch fallback", RT / "cute_torch_fallback.py", ["--shapes", SMALL], {"static:torch-compute"}),
     ("kernel never launched", RT / "cute_kernel_never_launched.py", ["--shapes", SMALL], {"static:cute-kernel"}),

@@ -2,9 +2,10 @@
 
 Each thread owns every `group`-th chunk of `vec` contiguous elements of its row (vec = 8 bf16 =
 16 bytes where the width and the pointers allow it, else 4, 2, 1). The first `k_reg` chunks a
-thread loads stay in registers for the scaling pass; the rest of a very long row is read again
-(from L2: one row per SM in flight). The sum of squares is reduced across the warp with shuffles,
-then across the warps of a row through a few words of shared memory. fp32 math, bf16 out.
+thread loads stay in registers for the scaling pass, the next `k_smem` in shared memory (a 128k
+row fits whole: 64 KB of registers, 192 KB of shared memory); whatever is left of a longer row is
+read again (from L2). The sum of squares is reduced across the warp with shuffles, then across the
+warps of a row through a few words of shared memory. fp32 math, bf16 out.
 
 Compiled once per (row width, vector width); the row count is a runtime argument.
 """
@@ -16,6 +17,7 @@ from cutlass.cute.runtime import make_ptr
 
 EPS = 1e-6
 WARP = 32
+SMEM_CACHE_BYTES = 224 * 1024  # of the 227 KB a CTA may have on Hopper (the reduction needs < 200 bytes)
 
 
 class _RmsNorm:
@@ -34,9 +36,13 @@ class _RmsNorm:
         self.rows_per_cta = 4 if group == WARP else 1    # short rows: 4 rows (one per warp) per CTA
         self.threads = group * self.rows_per_cta
         self.k_total = -(-self.chunks // group)          # chunks per thread
-        # Registers for the row: 1024 threads leave 64 registers each, so hold half as much there.
-        budget = 64 if self.threads <= 512 else 32
+        # Registers for the row: 1024 threads leave 64 registers each, so hold a quarter as much there.
+        budget = 64 if self.threads <= 512 else 16
         self.k_reg = max(1, min(self.k_total, budget // vec))
+        # Then shared memory (one row per CTA only): chunk j of it is 16 bytes at j * 16.
+        per_chunk = group * vec * 2
+        self.k_smem = min(self.k_total - self.k_reg, SMEM_CACHE_BYTES // per_chunk) if self.rows_per_cta == 1 else 0
+        self.k_hbm = self.k_reg + self.k_smem          # chunks from here on are read twice
 
     @cute.kernel
     def kernel(self, mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Float32):
@@ -51,6 +57,11 @@ class _RmsNorm:
         gY = cute.local_tile(mY, (1, self.vec), (src_row, None))
         gW = cute.local_tile(mW, (self.vec,), (None,))             # (vec, chunks)
 
+        smem = cutlass.utils.SmemAllocator()
+        cached = None
+        if cutlass.const_expr(self.k_smem > 0):
+            cached = smem.allocate_tensor(mX.element_type, cute.make_layout((self.vec, self.k_smem * self.group)),
+                                          byte_alignment=16)
         held = cute.make_rmem_tensor((self.vec, self.k_reg), mX.element_type)
         acc = cutlass.Float32(0.0)
         for k in cutlass.range_constexpr(self.k_reg):
@@ -60,7 +71,15 @@ class _RmsNorm:
                 held[None, k].store(v)
                 vf = v.to(cutlass.Float32)
                 acc += (vf * vf).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
-        for k in cutlass.range(self.k_reg, self.k_total, 1, unroll=4):
+        if cutlass.const_expr(self.k_smem > 0):
+            for k in cutlass.range(self.k_reg, self.k_hbm, 1, unroll=4):
+                c = lane + k * self.group
+                if c < self.chunks:
+                    v = gX[0, None, c].load()
+                    cached[None, c - self.k_reg * self.group].store(v)
+                    vf = v.to(cutlass.Float32)
+                    acc += (vf * vf).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
+        for k in cutlass.range(self.k_hbm, self.k_total, 1, unroll=4):
             c = lane + k * self.group
             if c < self.chunks:
                 vf = gX[0, None, c].load().to(cutlass.Float32)
@@ -68,7 +87,6 @@ class _RmsNorm:
 
         acc = cute.arch.warp_reduction_sum(acc)
         if cutlass.const_expr(self.warps > 1):
-            smem = cutlass.utils.SmemAllocator()
             partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.warps,)), byte_alignment=16)
             if tidx % WARP == 0:
                 partial[tidx // WARP] = acc
@@ -85,7 +103,14 @@ class _RmsNorm:
                     w = gW[None, c].load().to(cutlass.Float32)
                     out = held[None, k].load().to(cutlass.Float32) * rstd * w
                     gY[0, None, c].store(out.to(mY.element_type))
-            for k in cutlass.range(self.k_reg, self.k_total, 1, unroll=4):
+            if cutlass.const_expr(self.k_smem > 0):
+                for k in cutlass.range(self.k_reg, self.k_hbm, 1, unroll=4):
+                    c = lane + k * self.group
+                    if c < self.chunks:
+                        w = gW[None, c].load().to(cutlass.Float32)
+                        out = cached[None, c - self.k_reg * self.group].load().to(cutlass.Float32) * rstd * w
+                        gY[0, None, c].store(out.to(mY.element_type))
+            for k in cutlass.range(self.k_hbm, self.k_total, 1, unroll=4):
                 c = lane + k * self.group
                 if c < self.chunks:
                     w = gW[None, c].load().to(cutlass.Float32)
@@ -99,12 +124,9 @@ class _RmsNorm:
         mX = cute.make_tensor(x_ptr, cute.make_layout((n_rows, self.n), stride=(self.n, 1)))
         mY = cute.make_tensor(y_ptr, cute.make_layout((n_rows, self.n), stride=(self.n, 1)))
         mW = cute.make_tensor(w_ptr, cute.make_layout((self.n,), stride=(1,)))
-        smem_bytes = 0
-        if cutlass.const_expr(self.warps > 1):
-            smem_bytes = 16 + 4 * self.warps
+        # (shared memory: the DSL sizes the launch from what the kernel allocates)
         self.kernel(mX, mW, mY, eps).launch(
-            grid=(cute.ceil_div(n_rows, self.rows_per_cta), 1, 1), block=(self.threads, 1, 1),
-            smem=smem_bytes, stream=stream)
+            grid=(cute.ceil_div(n_rows, self.rows_per_cta), 1, 1), block=(self.threads, 1, 1), stream=stream)
 
 
 def _vector_width(n_cols, *tensors):
