@@ -3,7 +3,7 @@
 Each thread owns every `group`-th chunk of `vec` contiguous elements of its row (vec = 8 bf16 =
 16 bytes where the width and the pointers allow it, else 4, 2, 1). The first `k_reg` chunks a
 thread loads stay in registers for the scaling pass, the next `k_smem` in shared memory (a 128k
-row fits whole: 64 KB of registers, 192 KB of shared memory); whatever is left of a longer row is
+row fits whole: 32 KB of registers, 224 KB of shared memory); whatever is left of a longer row is
 read again (from L2). The sum of squares is reduced across the warp with shuffles, then across the
 warps of a row through a few words of shared memory. fp32 math, bf16 out.
 
