@@ -192,3 +192,23 @@ def test_compiling_a_cute_candidate_under_the_childs_watches_is_not_a_violation(
                        timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines() == ["introspection []", "torch [] 0"]
+
+
+@needs_cute
+def test_a_cute_child_imports_the_dsl_and_a_candidate_inside_the_sandbox():
+    """The child of a CuTe task (sandboxed where bwrap works: read-only files, /tmp and homes hidden)
+    imports cutlass before any candidate code and installs the CuTe launch counter; importing a
+    candidate replaces nothing the harness relies on."""
+    from harness.evaluate import EvalOptions
+    from harness.evaluate.runner import ChildProcess
+
+    child = ChildProcess(load_task(TASK), on_gpu=False, opts=EvalOptions(on_gpu=False))
+    try:
+        hello = child.start(300)
+        assert hello.get("ok"), hello
+        assert "import_cutlass" in hello["startup_s"]
+        for f in (BASELINE, REPO / "tests" / "redteam" / "candidates" / "cute_honest_dynamic.py"):
+            r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(f))}, 300)
+            assert r["ok"] and r["patched"] == [] and r["observed"] == [], (f.name, r)
+    finally:
+        child.close()
