@@ -178,10 +178,11 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       done ;;
     fp8) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/dsv4.py" --tasks dsv4_csa_decode,dsv4_csa_decode_fp8 --json "$OUT/dsv4_fp8.json" 2>&1 | tee "$OUT/dsv4_fp8.txt" | tail -30 ;;
-    cute) L=$(limit ${CUTE_TIMEOUT:-270}) || { echo "== skip $s"; continue; }
+    cute) limit 90 >/dev/null || { echo "== skip $s"; continue; }
       cute_install > "$OUT/cute_install.txt" 2>&1; rc=$?  # (not in a pipe: it exports PYTHONPATH)
       tail -5 "$OUT/cute_install.txt"
       [ "$rc" = 0 ] || { echo "== skip $s: CuTe DSL not installed"; continue; }
+      L=$(limit ${CUTE_TIMEOUT:-270}) || { echo "== skip $s: no time left after the install"; continue; }
       timeout "$L" python3 "$REPO/bench/cute.py" --out "$OUT" 2>&1 | tee "$OUT/cute.txt" | tail -45 ;;
     dsv4) L=$(limit 300) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/dsv4_targets.py" 2>&1 | tee "$OUT/dsv4_targets.txt" | tail -60 ;;
