@@ -2,12 +2,13 @@
 
     PYTHONPATH=. python3 bench/cute.py [--out DIR] [--samples N]
 
-1. the task's CuTe DSL baseline (kernels/rmsnorm_cute/kernel.py) against itself, every shape timed:
-   per shape the parent clock's µs, the CUDA-graph replay's µs, and each as % of the measured copy
-   bandwidth (bytes moved / time / copy bandwidth; the issue's target: >= 80% on the large shapes);
-2. the honest red-team variant (tests/redteam/candidates/cute_honest_dynamic.py): accepted and timed;
-3. the cheats: a Triton kernel dressed as CuTe, a torch fallback, a @cute.kernel never launched (all
-   static), and a launch around the counter (runtime): each rejected, with its reasons.
+- the task's CuTe DSL baseline (kernels/rmsnorm_cute/kernel.py) against itself, every shape timed:
+  per shape the parent clock's µs, the CUDA-graph replay's µs, and each as % of the measured copy
+  bandwidth (bytes moved / time / copy bandwidth; the issue's target: >= 80% on the large shapes);
+- the honest red-team variant (tests/redteam/candidates/cute_honest_dynamic.py): accepted and timed;
+- the cheats: a Triton kernel dressed as CuTe, a torch fallback, a @cute.kernel never launched (all
+  static), and a launch around the counter (runtime): each rejected, with its reasons.
+Run quickest first (the static rejections, then the baseline), each within what is left of --budget.
 Ends with one table; exit 0 iff every verdict is the expected one. Needs nvidia-cutlass-dsl and a GPU
 (bench/h200.sh's `cute` section installs the carried wheels first).
 """
@@ -26,14 +27,14 @@ sys.path.insert(0, str(REPO))
 RT = REPO / "tests" / "redteam" / "candidates"
 SMALL = "decode 128 x 7168"
 # (label, file, extra eval flags, expected rules: None = accepted)
-RUNS = [
-    ("baseline", REPO / "kernels" / "rmsnorm_cute" / "kernel.py", [], None),
-    ("honest variant", RT / "cute_honest_dynamic.py", ["--samples", "20"], None),
+RUNS = [  # the quick static rejections first, then what is timed: a run cut short still says the most
     ("triton dressed as cute", RT / "cute_triton_dressed.py", ["--shapes", SMALL], {"static:allowed-imports"}),
     ("torch fallback", RT / "cute_torch_fallback.py", ["--shapes", SMALL], {"static:torch-compute"}),
     ("kernel never launched", RT / "cute_kernel_never_launched.py", ["--shapes", SMALL], {"static:cute-kernel"}),
+    ("baseline", REPO / "kernels" / "rmsnorm_cute" / "kernel.py", [], None),
     ("launch around the counter", RT / "cute_uncounted_launch.py", ["--shapes", SMALL, "--no-static", "--no-time"],
      {"dsl-kernel-runs", "no-introspection"}),
+    ("honest variant", RT / "cute_honest_dynamic.py", ["--samples", "20"], None),
 ]
 LARGE_BYTES = 64 * 2**20  # a shape moving more than this is "large" for the 80% target
 
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", REPO / "h200-out")))
     p.add_argument("--samples", type=int, default=30, help="timed samples per side per shape")
     p.add_argument("--timeout", type=float, default=150, help="seconds for one evaluation")
+    p.add_argument("--budget", type=float, default=260, help="seconds for all of them (later ones get what is left)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     from harness.dsl_support import dsl_problem, local_gpu
@@ -93,8 +95,14 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"nvidia-cutlass-dsl {getattr(cutlass, '__version__', '?')} from {Path(cutlass.__file__).parent}", flush=True)
     summary, failures = [], 0
+    t0 = time.monotonic()
     for label, path, flags, expect in RUNS:
-        v, err, wall = evaluate(path, flags, args.samples, args.timeout)
+        left = args.budget - (time.monotonic() - t0)
+        if left < 20:
+            failures += 1
+            summary.append(f"{label:26} {'':36} NOT RUN (out of time)  FAIL")
+            continue
+        v, err, wall = evaluate(path, flags, args.samples, min(args.timeout, left))
         if v is None:
             failures += 1
             summary.append(f"{label:26} {'accepted' if expect is None else ','.join(sorted(expect)):36} "

@@ -183,7 +183,7 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       tail -5 "$OUT/cute_install.txt"
       [ "$rc" = 0 ] || { echo "== skip $s: CuTe DSL not installed"; continue; }
       L=$(limit ${CUTE_TIMEOUT:-270}) || { echo "== skip $s: no time left after the install"; continue; }
-      timeout "$L" python3 "$REPO/bench/cute.py" --out "$OUT" 2>&1 | tee "$OUT/cute.txt" | tail -45 ;;
+      timeout "$L" python3 "$REPO/bench/cute.py" --out "$OUT" --budget $(( L - 10 )) 2>&1 | tee "$OUT/cute.txt" | tail -45 ;;
     dsv4) L=$(limit 300) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/dsv4_targets.py" 2>&1 | tee "$OUT/dsv4_targets.txt" | tail -60 ;;
     scale) L=$(limit ${SCALE_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
