@@ -39,7 +39,7 @@ class _RmsNorm:
         # Registers for the row: 1024 threads leave 64 registers each, so hold a quarter as much there.
         budget = 64 if self.threads <= 512 else 16
         self.k_reg = max(1, min(self.k_total, budget // vec))
-        # Then shared memory (one row per CTA only): chunk j of it is 16 bytes at j * 16.
+        # Then shared memory (one row per CTA only): its chunk j is vec elements at j * vec.
         per_chunk = group * vec * 2
         self.k_smem = min(self.k_total - self.k_reg, SMEM_CACHE_BYTES // per_chunk) if self.rows_per_cta == 1 else 0
         self.k_hbm = self.k_reg + self.k_smem          # chunks from here on are read twice
