@@ -26,6 +26,9 @@
 #   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
 #              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
 #   busy       (several GPUs) one GPU's timings alone vs with every other GPU loaded (bench/busy_neighbours.py)
+#   cute       issue 23: installs CuTe DSL from the carried .whl-cute + .whl-cute2 (bench/device_wheels.sh cute:
+#              two calls), then bench/cute.py: the CuTe baseline's % of copy bandwidth per shape, the honest
+#              variant accepted and timed, the cheats rejected with their reasons (< 4 min)
 # Each section gets min(its own limit, what is left of BUDGET_S); one that can't get 30 s is skipped,
 # so a call of the device tool never runs past its limit. Logs go to $OUT (or ./h200-out).
 set -uo pipefail
@@ -59,6 +62,35 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/gpu.txt"
 WS=$(mktemp -d)
 H="python3 -m harness"
+
+# CuTe DSL from the carried wheels: .whl-cute (the small wheels and libs-cu13's first 40 MB) came on
+# an earlier call, .whl-cute2 (the rest, and its sha256) on this one. Joined, checked, installed with
+# --target (which skips the wheel's .pth file, so its dsl_packages folder goes on the path here).
+cute_install() {
+  local site=/tmp/site-cute part1 part2 whl
+  if python3 -c "import cutlass.cute" 2>/dev/null; then echo "cute: nvidia-cutlass-dsl already importable"; return 0; fi
+  part1=$(ls "$REPO"/.whl-cute/*.part1 2>/dev/null); part2=$(ls "$REPO"/.whl-cute2/*.part2 2>/dev/null)
+  if [ -z "$part1" ] || [ -z "$part2" ]; then
+    echo "!! cute: carry .whl-cute on one call and .whl-cute2 on the next (bash bench/device_wheels.sh cute); found:" \
+         "${part1:-no .whl-cute part} ${part2:-no .whl-cute2 part}"; return 1
+  fi
+  mkdir -p /tmp/cute-wheels
+  whl=/tmp/cute-wheels/$(basename "${part1%.part1}")
+  cat "$part1" "$part2" > "$whl"
+  (cd /tmp/cute-wheels && sha256sum -c "$REPO/.whl-cute2/SHA256SUMS") || { echo "!! cute: the joined wheel's sha256 is wrong"; return 1; }
+  local extra=""
+  for w in "$REPO"/.whl-cute/*.whl; do  # the box's own cuda-bindings / protobuf win when it has them
+    case $(basename "$w") in
+      cuda_bindings-*|cuda_pathfinder-*) python3 -c "import cuda.bindings.driver" 2>/dev/null && continue ;;
+      protobuf-*) python3 -c "import google.protobuf" 2>/dev/null && continue ;;
+    esac
+    extra="$extra $w"
+  done
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" $extra "$whl" \
+    || { echo "!! cute: pip install failed"; return 1; }
+  export PYTHONPATH=$site:$site/nvidia_cutlass_dsl/dsl_packages:$PYTHONPATH
+  python3 -c "import cutlass, cutlass.cute; print('cute: nvidia-cutlass-dsl', cutlass.__version__, 'from', cutlass.__file__)"
+}
 
 # limit WANT: seconds this section may take, or nothing if fewer than 30 are left.
 limit() { local left=$(( BUDGET_S - ($(date +%s) - T0) - 5 )); [ "$left" -lt 30 ] && return 1; echo $(( $1 < left ? $1 : left )); }
@@ -157,6 +189,12 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       done ;;
     fp8) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/dsv4.py" --tasks dsv4_csa_decode,dsv4_csa_decode_fp8 --json "$OUT/dsv4_fp8.json" 2>&1 | tee "$OUT/dsv4_fp8.txt" | tail -30 ;;
+    cute) limit 90 >/dev/null || { echo "== skip $s"; continue; }
+      cute_install > "$OUT/cute_install.txt" 2>&1; rc=$?  # (not in a pipe: it exports PYTHONPATH)
+      tail -5 "$OUT/cute_install.txt"
+      [ "$rc" = 0 ] || { echo "== skip $s: CuTe DSL not installed"; continue; }
+      L=$(limit ${CUTE_TIMEOUT:-270}) || { echo "== skip $s: no time left after the install"; continue; }
+      timeout "$L" python3 "$REPO/bench/cute.py" --out "$OUT" --budget $(( L - 10 )) 2>&1 | tee "$OUT/cute.txt" | tail -45 ;;
     dsv4) L=$(limit 300) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/dsv4_targets.py" 2>&1 | tee "$OUT/dsv4_targets.txt" | tail -60 ;;
     scale) L=$(limit ${SCALE_TIMEOUT:-300}) || { echo "== skip $s"; continue; }

@@ -175,6 +175,12 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
+    from harness.dsl_support import dsl_problem, local_gpu
+
+    problem = dsl_problem(task, on_gpu=not args.cpu and local_gpu())
+    if problem:  # (a CuTe DSL task without nvidia-cutlass-dsl or without a GPU)
+        print(f"warpsmith eval: {problem}", file=sys.stderr)
+        return 2
     if not args.no_static:
         # A broken rules pack is bad input, not a verdict on the candidate: say which pack to fix.
         try:

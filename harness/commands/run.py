@@ -118,8 +118,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
     cfg = RunConfig.from_args(args)
+    from harness.dsl_support import run_problem
+
     for check in (lambda: check_eval_backend(cfg.eval_backend), lambda: check_pack_ids(cfg),
-                  lambda: check_pack_selection(task, cfg)):
+                  lambda: check_pack_selection(task, cfg), lambda: run_problem(task, cfg.eval_backend)):
         problem = check()
         if problem:  # before start_session: a refused run leaves no session folder behind
             print(f"warpsmith: {problem}", file=sys.stderr)

@@ -47,8 +47,12 @@ class Child:
         self.reference = self.ref.reference
         self.modules: dict[str, Any] = {}
         self.entries: dict[str, Any] = {}
-        self.counter = guards.LaunchCounter()
-        self.counter.install()
+        self.dsl = job.get("dsl", "triton")
+        t_dsl = time.monotonic()
+        # Installed before any candidate code runs (a CuTe task imports cutlass here: ~2 s).
+        self.counter = guards.launch_counter(self.dsl)
+        if self.dsl == "cute":
+            startup["import_cutlass"] = time.monotonic() - t_dsl
         t1 = time.monotonic()
         self._warm_up()
         startup["warm_up"] = time.monotonic() - t1
@@ -84,9 +88,15 @@ class Child:
 
     def _guarded(self) -> dict[str, Any]:
         """The task's and Triton's functions a candidate must not replace (beyond torch's own)."""
-        return {"reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
-                "reference.compare": getattr(self.ref, "compare", None),
-                "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run}
+        fns = {"reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
+               "reference.compare": getattr(self.ref, "compare", None),
+               "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run}
+        if self.dsl == "cute":
+            from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
+
+            fns["cutlass.JitExecutor.run_compiled_program"] = JitExecutor.run_compiled_program
+            fns["cutlass.JitCompiledFunction.run_compiled_program"] = JitCompiledFunction.run_compiled_program
+        return fns
 
     def patched(self) -> list[str]:
         now = guards.identity_snapshot(self._guarded())

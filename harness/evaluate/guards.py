@@ -102,6 +102,79 @@ class LaunchCounter:
         self.kernels = set()
 
 
+@dataclass
+class CuteLaunchCounter:
+    """LaunchCounter's counterpart for CuTe DSL (nvidia-cutlass-dsl) tasks.
+
+    A compiled CuTe DSL program (what `cute.compile` returns, or what a direct call of a @cute.jit
+    function compiles) launches its kernels from native host code, out of Python's sight; every
+    execution of one passes through `JitExecutor.run_compiled_program` (cutlass.base_dsl), on the
+    first call of a compiled function (through `JitCompiledFunction.run_compiled_program`), on later
+    ones and through `.to(device)` alike. Both are wrapped at class level: each execution is counted
+    once, and in ghost mode skipped, so the no-op swap leaves the output as the poisoned allocator
+    made it. There is no driver-level second opinion (hook_installed stays False): a program run
+    around the wrappers is not counted, so it fails the count, or escapes the ghost and fails the
+    no-op swap.
+    """
+
+    launches: int = 0
+    driver_launches: int = 0
+    kernels: set[str] = field(default_factory=set)
+    ghost: bool = False
+    originals: dict[str, Callable] = field(default_factory=dict)
+    hook_installed: bool = False
+
+    def install(self) -> None:
+        from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
+
+        orig = JitExecutor.run_compiled_program
+        self.originals["JitExecutor.run_compiled_program"] = orig
+        first = JitCompiledFunction.run_compiled_program
+        self.originals["JitCompiledFunction.run_compiled_program"] = first
+        counter = self
+
+        def first_run(fn: Any, exe_args: Any) -> Any:
+            # A compiled function's first run makes its executor (loading the module) and goes on
+            # into JitExecutor.run_compiled_program, counted there; a ghost run stops here.
+            if counter.ghost:
+                counter.launches += 1
+                counter.kernels.add(_cute_name(fn))
+                return None
+            return first(fn, exe_args)
+
+        first_run.__wrapped__ = first  # type: ignore[attr-defined]
+        JitCompiledFunction.run_compiled_program = first_run  # type: ignore[method-assign]
+
+        def run_compiled_program(executor: Any, exe_args: Any) -> Any:
+            counter.launches += 1
+            counter.kernels.add(_cute_name(getattr(getattr(executor, "jit_module", None), "execution_args", None)))
+            if counter.ghost:
+                # What the real call returns on success (a CUDA status, or None without one).
+                return None if getattr(executor, "cuda_result", None) is None else 0
+            return orig(executor, exe_args)
+
+        run_compiled_program.__wrapped__ = orig  # type: ignore[attr-defined]
+        JitExecutor.run_compiled_program = run_compiled_program  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.launches = 0
+        self.driver_launches = 0
+        self.kernels = set()
+
+
+def _cute_name(obj: Any) -> str:
+    """The @cute.jit function's name a compiled program came from (for the verdict's kernel list)."""
+    return "cute:" + str(getattr(obj, "function_name", None) or "compiled program")
+
+
+def launch_counter(dsl: str) -> "LaunchCounter | CuteLaunchCounter":
+    """The counter for a task's DSL, installed: a CuTe task's launches are its compiled programs'
+    (a Triton launch there is not the task's DSL at work); Triton's for every other DSL."""
+    c: LaunchCounter | CuteLaunchCounter = CuteLaunchCounter() if dsl == "cute" else LaunchCounter()
+    c.install()
+    return c
+
+
 def identity_snapshot(extra: dict[str, Any] | None = None) -> dict[str, int]:
     """id() of every function the harness relies on: torch's API, timers, the channel, builtins.
 

@@ -35,7 +35,7 @@ OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000
 # Environment: keep what Python, torch, Triton and CUDA need; drop everything else, and drop
 # anything that looks like a credential even when its prefix is allowed.
 _ENV_KEEP = re.compile(r"^(PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_\w+|TERM|TZ|TMPDIR|PYTHONPATH|PYTHONHASHSEED|"
-                       r"VIRTUAL_ENV|CONDA_PREFIX|LD_LIBRARY_PATH|CC|CXX|CUDA_\w+|NVIDIA_\w+|TRITON_\w+|"
+                       r"VIRTUAL_ENV|CONDA_PREFIX|LD_LIBRARY_PATH|CC|CXX|CUDA_\w+|NVIDIA_\w+|TRITON_\w+|CUTE_DSL_\w+|"
                        r"TORCH_\w+|PYTORCH_\w+|OMP_NUM_THREADS|MKL_NUM_THREADS|NCCL_\w+|NVSHMEM_\w+|"
                        r"XDG_CACHE_HOME)$")
 _ENV_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|SESSION|COOKIE|AUTH)|^(AWS_|GOOGLE_|GCP_|AZURE_|"
@@ -165,7 +165,8 @@ class ChildProcess:
         self.scratch = self.tmp / "scratch"
         self.cwd = self.scratch / "cwd"
         self.staged = self.tmp / "in"
-        for d in (self.cwd, self.scratch / "home", self.scratch / "tmp", self.scratch / "triton", self.staged):
+        for d in (self.cwd, self.scratch / "home", self.scratch / "tmp", self.scratch / "triton", self.scratch / "cute",
+                  self.staged):
             d.mkdir(parents=True)
         self.log_path = self.tmp / "output.log"
         self.marker = "warpsmith-" + secrets.token_hex(8)  # finds its processes without the sandbox
@@ -174,7 +175,9 @@ class ChildProcess:
         widen_pipe(res_r)
         self.key = secrets.token_bytes(32)
         env = scrubbed_env(on_gpu=on_gpu, home=str(self.scratch / "home"))
+        # CUTE_DSL_CACHE_DIR: CuTe DSL's compile cache, like Triton's one of its own per child.
         env.update(TMPDIR=str(self.scratch / "tmp"), TRITON_CACHE_DIR=str(self.scratch / "triton"),
+                   CUTE_DSL_CACHE_DIR=str(self.scratch / "cute"),
                    XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"), WARPSMITH_EVAL_MARK=self.marker)
         argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w)]
         if self.sandboxed:
@@ -207,6 +210,7 @@ class ChildProcess:
         # The child caps its own address space before importing anything of the candidate's (CPU
         # only: CUDA reserves huge virtual ranges); the RSS watchdog in _wait is the backstop.
         self.ep.send({"task_root": str(self.stage(task.root)), "entry": task.entry, "dtype": task.dtypes[0],
+                      "dsl": task.dsl,
                       "on_gpu": self.on_gpu, "rlimit_as": None if self.on_gpu else self.mem_cap + 8 * 2**30})
 
     def stage(self, path: Path) -> Path:
@@ -545,6 +549,13 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
                 run.notes.append(f"static warning: {viol.get('rule')}: {viol.get('message')} (line {viol.get('line')})")
         if errors:
             return _finish(v, run, t0, timing_available=False)
+
+    from harness.dsl_support import dsl_problem
+
+    problem = dsl_problem(task, on_gpu)
+    if problem:  # no child could run it (warpsmith eval says so before it gets here, exit 2)
+        run.reject("import", "dsl-unavailable", problem)
+        return _finish(v, run, t0, timing_available=False)
 
     hashes = task.file_hashes()
     saved = {p: (task.root / p).read_bytes() for p in hashes}

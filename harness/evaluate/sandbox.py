@@ -6,8 +6,8 @@ privileges in the same interpreter. What must hold whatever the candidate does i
 kernel, outside its reach:
 
   - its own user, pid, mount, network, ipc and uts namespaces, every capability dropped;
-  - the filesystem read-only, except one scratch folder per child (its HOME, TMPDIR, cwd and
-    TRITON_CACHE_DIR: no cache shared with other evaluations that it could poison);
+  - the filesystem read-only, except one scratch folder per child (its HOME, TMPDIR, cwd,
+    TRITON_CACHE_DIR and CUTE_DSL_CACHE_DIR: no cache shared with other evaluations that it could poison);
   - the real home folders, /root and /tmp hidden (dotfiles with credentials), the paths Python
     needs bound back read-only; the environment is the scrubbed one (no credentials);
   - no network (an empty network namespace);
@@ -221,9 +221,10 @@ def confine(cmd: list[str], env: dict[str, str], gpu: bool, readonly: list = (),
     if disabled_by_user():
         return cmd, env, lambda: None
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-confined-"))
-    for d in ("home", "tmp", "triton", "cwd"):
+    for d in ("home", "tmp", "triton", "cute", "cwd"):
         (tmp / d).mkdir()
     env = dict(env, HOME=str(tmp / "home"), TMPDIR=str(tmp / "tmp"), TRITON_CACHE_DIR=str(tmp / "triton"),
+               CUTE_DSL_CACHE_DIR=str(tmp / "cute"),
                XDG_CACHE_HOME=str(tmp / "home" / ".cache"))
     argv = wrap(cmd, tmp, gpu=gpu, readonly=[str(p) for p in (*readonly, *([cwd] if cwd else []))],
                 chdir=Path(cwd) if cwd else tmp / "cwd")

@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 
-from redteam_catalog import Cheat, all_cheats, check  # noqa: E402
+from redteam_catalog import Cheat, all_cheats, check, dsl_missing  # noqa: E402
 
 from harness.evaluate import EvalOptions, evaluate  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     cheats = [c for c in all_cheats()
               if (c.name in only if only else
                   args.all or c.device == "gpu" or c.expect == ["accepted"] or c.name in ALSO_ON_GPU)]
+    for c in [c for c in cheats if dsl_missing(c)]:  # a CuTe DSL candidate without nvidia-cutlass-dsl here
+        print(f"skipped {c.name}: {dsl_missing(c)}", flush=True)
+        cheats.remove(c)
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-redteam-"))
     tasks = {}
     for c in cheats:  # a task copy each: a cheat that writes task files can't affect a neighbour
