@@ -13,12 +13,12 @@ import torch
 import triton
 import triton.language as tl
 
-# warpsmith: tune BLOCK in [1024, 2048, 4096, 8192, 16384]
-# warpsmith: tune num_warps in [4, 8, 16, 32]
+# warpsmith: tune BLOCK in [2048, 4096, 8192, 16384]
+# warpsmith: tune num_warps in [4, 8, 16]
 # warpsmith: require BLOCK // (32 * num_warps) <= 64
 # Programs in flight: multiples of 132 SMs (H100/H200), 1 << 20 = one per row.
-# warpsmith: tune PROGRAMS in [132, 264, 396, 528, 1048576]
-# warpsmith: tune STAGES in [1, 2, 3, 4]
+# warpsmith: tune PROGRAMS in [132, 264, 528, 1048576]
+# warpsmith: tune STAGES in [1, 2, 3]
 # Pipelined blocks are staged in shared memory (bf16, 2 bytes each).
 # warpsmith: require STAGES * BLOCK * 2 <= smem_per_block
 BLOCK = 4096
