@@ -3,6 +3,7 @@ engineer's sweep finds, as % of the copy bandwidth, to judge the tuner's result 
 
     python bench/variant_sweep.py softmax rmsnorm [--budget-s 220] [--workers 12] [--json out.json]
     python bench/variant_sweep.py softmax --interpreter --limit 6      # CPU: correctness of a sample only
+    python bench/variant_sweep.py --apply sweep.json                   # write each variant's best as its defaults
 
 How, and why it fits in one device call: a variant's space has thousands of configurations (rows.py:
 its long-row knobs times its short-row knobs), but on one shape most of them launch exactly the same
@@ -383,7 +384,34 @@ def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, b
     return out
 
 
+def apply(path: Path) -> int:
+    """Write each variant's best configuration over every shape (from a sweep's JSON) into its
+    declared literals: the defaults the tuner tries first. Only literals move; the files stay
+    otherwise as they were (the diff shows what the sweep chose)."""
+    from harness.agents.tunespace import read_space
+    from harness.tasks import load_task
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        print(f"{path}: not a sweep's JSON ({e})", file=sys.stderr)
+        return 2
+    for r in report:
+        task = load_task(r["task"], check_null=False)
+        for rel, v in r.get("variants", {}).items():
+            f = task.root / rel
+            space = read_space(f.read_text(), rel)
+            config = {k: val for k, val in v["best_overall"].items() if k in space.default()}
+            if config == space.default():
+                print(f"{task.name}/{rel}: defaults already the sweep's best")
+                continue
+            f.write_text(space.render(config))
+            print(f"{task.name}/{rel}: defaults now " + " ".join(f"{k}={val}" for k, val in config.items()))
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--apply"] and len(sys.argv) == 3:
+        return apply(Path(sys.argv[2]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tasks", nargs="+")
     ap.add_argument("--variants", default="", help="comma-separated variant files or stems (default: all listed)")
