@@ -20,8 +20,8 @@ import triton.language as tl
 # warpsmith: tune STAGES in [1, 2, 3]
 # Pipelined blocks are staged in shared memory (bf16, 2 bytes each; pass two also stages the weight).
 # warpsmith: require 2 * STAGES * BLOCK * 2 <= smem_per_block
-BLOCK = 4096
-PROGRAMS = 264
+BLOCK = 8192
+PROGRAMS = 132
 STAGES = 3
 EPS = 1e-6
 
@@ -53,5 +53,5 @@ def rmsnorm(x, weight):
     rows, cols = x.shape
     y = torch.empty_like(x)
     _rmsnorm_twopass[(min(rows, PROGRAMS),)](x, weight, y, rows, cols, x.stride(0), y.stride(0), EPS,
-                                             BLOCK=BLOCK, STAGES=STAGES, num_warps=8)
+                                             BLOCK=BLOCK, STAGES=STAGES, num_warps=16)
     return y

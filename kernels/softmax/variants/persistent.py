@@ -24,7 +24,7 @@ import triton.language as tl
 TILE = 8192
 ELEMS = 16
 STAGES = 2
-PER_SM = 4
+PER_SM = 2
 
 max_onepass = 32768  # longest row held in registers (fp32: 32 warps x 32 values)
 smem_budget = 160 * 1024  # bytes of staged tiles per program; fewer stages for wider tiles

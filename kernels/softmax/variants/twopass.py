@@ -21,8 +21,8 @@ import triton.language as tl
 # warpsmith: tune STAGES in [1, 2, 3]
 # Pipelined blocks are staged in shared memory (bf16, 2 bytes each).
 # warpsmith: require STAGES * BLOCK * 2 <= smem_per_block
-BLOCK = 4096
-PROGRAMS = 264
+BLOCK = 8192
+PROGRAMS = 132
 STAGES = 3
 
 
@@ -59,5 +59,5 @@ def softmax(x):
     rows, cols = x.shape
     y = torch.empty_like(x)
     _softmax_twopass[(min(rows, PROGRAMS),)](x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=BLOCK,
-                                               STAGES=STAGES, num_warps=8)
+                                               STAGES=STAGES, num_warps=16)
     return y
