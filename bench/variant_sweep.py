@@ -127,7 +127,7 @@ def configurations(task, limits: dict, only: set[str], limit: int | None, seed: 
 _W: dict = {}
 
 
-def _worker_compile(task_name: str, shape_i: int, path: str) -> str | None:
+def _worker_compile(task_name: str, shape_i: int, path: str, device: str = "cuda") -> str | None:
     import torch
 
     from harness.tasks import load_module, load_task
@@ -136,9 +136,9 @@ def _worker_compile(task_name: str, shape_i: int, path: str) -> str | None:
             task = load_task(task_name, check_null=False)
             _W[task_name] = (task, task.load_reference(), {})
         task, ref, inputs = _W[task_name]
-        if shape_i not in inputs:
-            inputs.clear()
-            inputs[shape_i] = ref.make_inputs(task.shapes[shape_i].dims, getattr(torch, task.dtypes[0]), 0, "cuda")
+        if shape_i not in inputs:  # kept: jobs move between shapes
+            shape = (task.shapes if device == "cuda" else task.interpreter_shapes)[shape_i]
+            inputs[shape_i] = ref.make_inputs(shape.dims, getattr(torch, task.dtypes[0]), 0, device)
         fn = getattr(load_module(Path(path), f"sweepw_{Path(path).stem}_{os.getpid()}"), task.entry)
         with _Recorder() as r:
             r.mode = "compile"
@@ -215,46 +215,54 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
           flush=True)
 
     # Compile in the workers (ahead of the timing), time here as each becomes ready.
-    shape_index = {s.name: i for i, s in enumerate(task.shapes)}
+    shape_index = {s.name: i for i, s in enumerate(task.shapes if on_gpu else task.interpreter_shapes)}
     futures = []
     if pool is not None:
         for (si, _), cis in jobs:
-            futures.append(pool.submit(_worker_compile, task.name, shape_index[shapes[si].name], confs[cis[0]]["path"]))
+            futures.append(pool.submit(_worker_compile, task.name, shape_index[shapes[si].name], confs[cis[0]]["path"],
+                                       dev))
     results: dict[tuple, dict] = {}  # (shape index, conf index) -> {"us", "correct", "error"}
-    cur_si, inputs, expected = None, None, None
+    cache: dict[int, tuple] = {}
     timed = skipped = 0
+    worker_errors: list[str] = []
     for j, ((si, _), cis) in enumerate(jobs):
         if time.time() > t_end:
             skipped = len(jobs) - j
             break
-        err = futures[j].result() if futures else None
-        rep = confs[cis[0]]
-        res = {"us": None, "correct": None, "error": err}
-        if err is None:
-            if si != cur_si:
-                inputs = expected = None
-                if on_gpu:
-                    torch.cuda.empty_cache()
-                inputs = ref.make_inputs(shapes[si].dims, dtype, 0, dev)
-                expected = ref.reference(*inputs)
-                cur_si = si
-            fn = mods[rep["path"]]
+        if futures:  # a worker that could not compile it ahead: this process compiles it itself
             try:
-                out = fn(*inputs)
-                res["correct"] = correct(task, out, expected)
-                del out
-                if on_gpu and res["correct"]:
-                    import triton.testing
-                    res["us"] = triton.testing.do_bench(lambda: fn(*inputs), warmup=args.warmup_ms, rep=args.rep_ms,
-                                                        return_mode="median") * 1e3
-                    timed += 1
-            except Exception as e:  # noqa: BLE001
-                res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+                werr = futures[j].result()
+            except Exception as e:  # noqa: BLE001 - a broken pool costs speed, not results
+                werr = f"{type(e).__name__}: {e}"
+            if werr:
+                worker_errors.append(werr)
+        rep = confs[cis[0]]
+        res = {"us": None, "correct": None, "error": None}
+        if si not in cache:  # every shape's inputs and expected output kept: jobs move between shapes
+            x = ref.make_inputs(shapes[si].dims, dtype, 0, dev)
+            cache[si] = (x, ref.reference(*x))
+        inputs, expected = cache[si]
+        fn = mods[rep["path"]]
+        try:
+            out = fn(*inputs)
+            res["correct"] = correct(task, out, expected)
+            del out
+            if on_gpu and res["correct"]:
+                res["us"] = triton_bench(lambda: fn(*inputs), args)
+                timed += 1
+        except Exception as e:  # noqa: BLE001
+            res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         for ci in cis:
             results[(si, ci)] = res
     for f in futures[len(jobs) - skipped:]:
         f.cancel()
+    cache.clear()
     inputs = expected = None
+    if on_gpu:
+        torch.cuda.empty_cache()
+    if worker_errors:
+        print(f"{task.name}: {len(worker_errors)} launch sets not compiled ahead by the workers (compiled here "
+              f"instead); first: {worker_errors[0][:200]}")
 
     # Liger, same clock.
     liger = {}
@@ -307,7 +315,11 @@ def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, b
     for (si, ci), r in [kv for kv in results.items() if kv[1]["correct"] is False][:3]:
         print(f"  INCORRECT: {_label(confs[ci])} on {shapes[si].name}")
     variants = list(dict.fromkeys(c["variant"] for c in confs))
-    out = {"task": task.name, "copy_gbs": bw_gbs, "shapes": [], "variants": {}, "buckets": [], "liger": {}}
+    out = {"task": task.name, "copy_gbs": bw_gbs, "shapes": [], "variants": {}, "buckets": [], "liger": {},
+           "correct": n_ok, "incorrect": n_bad, "errors": n_err, "timed": timed, "untimed": skipped}
+    if not timed:  # the interpreter: correctness was the point, there is no table of times
+        out["shapes"] = [{"shape": s.name, "per_variant": {v: {} for v in variants}} for s in shapes]
+        return out
     # Per shape: the best of all, and each variant's defaults and best.
     print(f"{'shape':<26}{'roof us':>8}{'best us':>9}{'%copy':>7}  best configuration")
     for si, s in enumerate(shapes):
@@ -417,7 +429,8 @@ def main() -> int:
     ap.add_argument("--variants", default="", help="comma-separated variant files or stems (default: all listed)")
     ap.add_argument("--shapes", default="", help="comma-separated shape names (default: all)")
     ap.add_argument("--budget-s", type=float, default=220.0, help="stop timing after this long, report what it has")
-    ap.add_argument("--workers", type=int, default=max(1, min(12, (os.cpu_count() or 2) - 2)))
+    ap.add_argument("--workers", type=int, default=None,
+                    help="processes compiling ahead (default: cores - 2, at most 12, on a GPU; none on the interpreter)")
     ap.add_argument("--limit", type=int, default=None, help="at most N configurations per variant")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup-ms", type=int, default=5)
@@ -438,8 +451,11 @@ def main() -> int:
     if not args.interpreter:
         from bench.compare import copy_bandwidth_gbs
         bw = copy_bandwidth_gbs()
+    workers = args.workers if args.workers is not None else \
+        (0 if args.interpreter else max(1, min(12, (os.cpu_count() or 2) - 2)))
+    if workers > 0:  # on the interpreter too when asked: the plumbing is the same, nothing compiles
         import multiprocessing as mp
-        pool = ProcessPoolExecutor(args.workers, mp_context=mp.get_context("spawn"))
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
     report_all = []
     try:
         n = len(args.tasks)

@@ -1,7 +1,8 @@
 """The tasks' variants stay correct across their declared spaces (Triton interpreter), and the
 GPU sweep's machinery (bench/variant_sweep.py) runs end to end on the interpreter's shapes: launches
-recorded without running, configurations that launch the same kernels checked once, every one of
-the sample correct against the reference."""
+recorded without running, configurations that launch the same kernels checked once (compiled ahead
+by worker processes, which on the interpreter have nothing to compile: the plumbing is what runs),
+every one of the sample correct against the reference."""
 from __future__ import annotations
 
 import json
@@ -69,7 +70,7 @@ def test_twopass_variant_pipelined_at_its_corners(task_name, tmp_path):
 def test_sweep_on_the_interpreter_checks_a_sample_of_every_variant(tmp_path):
     out = tmp_path / "sweep.json"
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "variant_sweep.py"), "softmax", "rmsnorm",
-                           "--interpreter", "--limit", "3", "--json", str(out)], capture_output=True, text=True,
+                           "--interpreter", "--limit", "3", "--workers", "2", "--json", str(out)], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("softmax", "rmsnorm"):
@@ -79,5 +80,33 @@ def test_sweep_on_the_interpreter_checks_a_sample_of_every_variant(tmp_path):
         assert f"{name}: {distinct} distinct launch sets correct, 0 incorrect, 0 errors" in proc.stdout, proc.stdout
     report = json.loads(out.read_text())
     assert [r["task"] for r in report] == ["softmax", "rmsnorm"]
+    assert all(r["correct"] > 0 and r["incorrect"] == 0 and r["errors"] == 0 for r in report)
     assert {v for r in report for s in r["shapes"] for v in s["per_variant"]} >= {
         "kernel.py", "variants/rows.py", "variants/twopass.py", "variants/persistent.py"}
+
+
+def test_sweep_report_from_timed_results_names_the_best_the_buckets_liger_and_the_verdict(capsys):
+    """The GPU half of the report, fed hand-written times (no GPU on CI): copy bandwidth 4000 GB/s,
+    two variants, Liger failing on the long rows."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import variant_sweep as vs
+
+    task = load_task("softmax", check_null=False)
+    ref = task.load_reference()
+    shapes = task.shapes
+    confs = [{"variant": "variants/rows.py", "config": {"TILE": 4096}, "default": True, "space": 2},
+             {"variant": "variants/rows.py", "config": {"TILE": 8192}, "default": False, "space": 2},
+             {"variant": "variants/twopass.py", "config": {"BLOCK": 8192}, "default": True, "space": 1}]
+    roof = [ref.bytes_moved(s.dims, torch.bfloat16) / 4000e9 * 1e6 for s in shapes]
+    pct = {0: [0.7, 0.7, 0.7, 0.5], 1: [0.85, 0.82, 0.6, 0.4], 2: [0.5, 0.3, 0.81, 0.83]}
+    results = {(si, ci): {"us": roof[si] / pct[ci][si], "correct": True, "error": None}
+               for si in range(len(shapes)) for ci in pct}
+    liger = {si: {"us": roof[si] / 0.72, "correct": True, "error": None} for si in range(3)}
+    liger[3] = {"us": None, "correct": False, "error": "OutOfResources: shared memory"}
+    out = vs.report(task, ref, torch.bfloat16, shapes, confs, results, {}, liger, None, 4000.0, 12, 0)
+    text = capsys.readouterr().out
+    assert "softmax VERDICT: best per shape >= 80% of copy bandwidth on 4/4 shapes" in text
+    assert "at or faster than Liger on 3/3" in text and "long rows 128k FAILS" in text
+    assert "bucket short: rows TILE=8192" in text and "bucket long: twopass BLOCK=8192" in text
+    assert out["variants"]["variants/rows.py"]["best_overall"] in ({"TILE": 4096}, {"TILE": 8192})
+    assert [round(r["best_pct"]) for r in out["shapes"]] == [85, 82, 81, 83]
