@@ -52,7 +52,8 @@ def test_persistent_variant_at_its_corners_and_on_its_long_row_path(task_name, t
             _check(task, fn, dims)
     mod = load_module(tmp_path / "p0.py", f"t_persistent_long_{task_name}")
     mod.max_onepass, mod.long_block = 1024, 256  # rows of 3001 take the two-pass path in 12 blocks
-    _check(task, getattr(mod, task.entry), {"rows": 6, "cols": 3001})
+    for case in [None, *getattr(task.load_reference(), "HARD_CASES", {})]:  # -inf masks, huge values...
+        _check(task, getattr(mod, task.entry), {"rows": 6, "cols": 3001, **({"case": case} if case else {})})
 
 
 @pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
@@ -63,7 +64,9 @@ def test_twopass_variant_pipelined_at_its_corners(task_name, tmp_path):
     for i, c in enumerate([space.default(), grid[0], grid[-1]]):
         path = tmp_path / f"t{i}.py"
         path.write_text(space.render(c))
-        _check(task, getattr(load_module(path, f"t_twopass_{task_name}_{i}"), task.entry), {"rows": 3, "cols": 5000})
+        fn = getattr(load_module(path, f"t_twopass_{task_name}_{i}"), task.entry)
+        for case in [None, *getattr(task.load_reference(), "HARD_CASES", {})]:
+            _check(task, fn, {"rows": 3, "cols": 5000, **({"case": case} if case else {})})
 
 
 @pytest.mark.slow
