@@ -9,7 +9,8 @@
 #              best (bench/compare.py), per TASK
 #   sweep      every variant x configuration of its declared space on every shape, for each TASK in $SWEEP_TASKS
 #              (default "softmax rmsnorm"): best per shape / variant / bucket as % of copy bandwidth, Liger's
-#              figure, and whether 80% is reached (bench/variant_sweep.py; $SWEEP_TIMEOUT s, default 230)
+#              figure, and whether 80% is reached (bench/variant_sweep.py; $SWEEP_TIMEOUT s, default 230;
+#              $SWEEP_FLAGS passed on, e.g. "--variants persistent,twopass --rep-ms 20")
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
 #              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
@@ -108,7 +109,7 @@ EOF
     sweep) L=$(limit ${SWEEP_TIMEOUT:-230}) || { echo "== skip $s"; continue; }
       # The sweep stops timing 25 s before its limit and still prints its tables.
       timeout "$L" python3 "$REPO/bench/variant_sweep.py" ${SWEEP_TASKS:-softmax rmsnorm} --budget-s $(( L - 25 )) \
-          --json "$OUT/sweep.json" 2>&1 | tee "$OUT/sweep.txt" | grep -v "^  error\|Warning" | tail -70 ;;
+          ${SWEEP_FLAGS:-} --json "$OUT/sweep.json" 2>&1 | tee "$OUT/sweep.txt" | grep -v "^  error\|Warning" | tail -70 ;;
     redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }

@@ -12,8 +12,8 @@ with every Triton launch intercepted and recorded (kernel, grid, arguments, cons
 nothing run; configurations that record the same launches on a shape are timed once there. The
 distinct launches are compiled in worker processes (`kernel.warmup`, nothing launched, so the GPU
 stays quiet) while this process times them as they become ready: triton.testing.do_bench, median, L2
-flushed between calls, the same clock as bench/compare.py. Each variant's defaults go first, then the
-rest in a seeded random order, so a run cut by --budget-s is an even sample of the space.
+flushed between calls, the same clock as bench/compare.py. Variants take turns, each one's defaults
+first, then the rest in a seeded random order, so a run cut by --budget-s is an even sample.
 
 It prints, per task: each shape's roofline time and best (variant, configuration, % of copy
 bandwidth), every variant's defaults and best per shape, what per-bucket keeps would hold (the best
@@ -209,7 +209,13 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
                     continue
                 keyed.setdefault((si, tuple(r.log)), []).append(ci)
         del inputs
-    jobs = sorted(keyed.items(), key=lambda kv: min(kv[1]))  # defaults first, then the shuffled order
+    # Variants take turns (each one's defaults first, then its shuffled order), so a run cut by the
+    # budget has an even sample of every variant, not all of the first and none of the last.
+    per_variant: dict[str, list] = {}
+    for kv in sorted(keyed.items(), key=lambda kv: min(kv[1])):
+        per_variant.setdefault(confs[min(kv[1])]["variant"], []).append(kv)
+    queues = list(per_variant.values())
+    jobs = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
     print(f"{task.name}: {len(confs)} configurations over {len({c['variant'] for c in confs})} variants, "
           f"{len(jobs)} distinct launch sets on {len(shapes)} shapes (recorded in {time.time() - t0:.1f} s)",
           flush=True)
