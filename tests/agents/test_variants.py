@@ -44,14 +44,20 @@ def test_persistent_variant_at_its_corners_and_on_its_long_row_path(task_name, t
             c = {**space.default(), p.name: v}
             if space.feasible(c, LIMITS) is None and c not in configs:
                 configs.append(c)
+    long_knobs = {"MAX_ONEPASS", "LONG_BLOCK", "LONG_WARPS", "LONG_STAGES"}
     for i, c in enumerate(configs):
         path = tmp_path / f"p{i}.py"
         path.write_text(space.render(c))
-        fn = getattr(load_module(path, f"t_persistent_{task_name}_{i}"), task.entry)
-        for dims in ({"rows": 37, "cols": 100}, {"rows": 5, "cols": 1500}):
-            _check(task, fn, dims)
+        mod = load_module(path, f"t_persistent_{task_name}_{i}")
+        changed = {k for k in c if c[k] != configs[0][k]}
+        if not changed or not changed <= long_knobs:  # tiles: a tail in the last one, programs walking several
+            for dims in ({"rows": 37, "cols": 100}, {"rows": 5, "cols": 1500}):
+                _check(task, getattr(mod, task.entry), dims)
+        if not changed or changed <= long_knobs:  # the long-row knobs act on the two-pass path
+            mod.MAX_ONEPASS = 1024
+            _check(task, getattr(mod, task.entry), {"rows": 3, "cols": 2100})
     mod = load_module(tmp_path / "p0.py", f"t_persistent_long_{task_name}")
-    mod.max_onepass, mod.long_block = 1024, 256  # rows of 3001 take the two-pass path in 12 blocks
+    mod.MAX_ONEPASS, mod.LONG_BLOCK = 1024, 256  # rows of 3001 take the two-pass path in 12 blocks
     for case in [None, *getattr(task.load_reference(), "HARD_CASES", {})]:  # -inf masks, huge values...
         _check(task, getattr(mod, task.entry), {"rows": 6, "cols": 3001, **({"case": case} if case else {})})
 

@@ -2,14 +2,15 @@
 loads in flight while the current one is reduced and stored.
 
 A program that loads a tile, reduces it and stores it leaves the memory system idle on its SM while
-it computes; with short rows (512 bf16 = 1 KiB) and a 16 us kernel that idle time is what keeps a
-plain one-tile-per-program kernel near 60% of copy bandwidth. Here each program loops over tiles
+it computes; with short rows (512 bf16 = 1 KiB) that idle time is what keeps a plain
+one-tile-per-program kernel near 60% of copy bandwidth. Here each program loops over tiles
 with tl.range(num_stages=STAGES): Triton issues the loads of the next STAGES - 1 tiles (cp.async
 into shared memory) before this one is done, so bytes stay in flight. A tile is ROWS whole rows of
 TILE elements (ROWS = TILE // row length, at least 1), held in registers: one read and one write of
-HBM. ELEMS fp32 values per thread set the warps (1..32). Rows longer than a row in registers can
-hold (32k) take two passes with the first pass's loads kept in L2 (evict_last) for the second; the
-long-row specialist is variants/twopass.py, whose knobs are declared there.
+HBM. ELEMS fp32 values per thread set the warps (1..32). Rows longer than MAX_ONEPASS take two
+passes, one program per SM, the first pass's loads kept in L2 (evict_last) for the second: one file
+that covers every bucket, 32k rows in registers and 128k rows in two passes, as softmax's long
+bucket (both lengths) needs.
 """
 import torch
 import triton
@@ -21,15 +22,24 @@ import triton.language as tl
 # warpsmith: tune PER_SM in [1, 2, 4, 8]
 # Pipelined tiles are staged in shared memory (bf16, 2 bytes each): all stages of a short-row tile must fit.
 # warpsmith: require STAGES * TILE * 2 <= smem_per_block
+# Rows longer than MAX_ONEPASS: two passes of LONG_BLOCK elements, LONG_STAGES deep, one program per SM
+# (132 rows of 128k bf16 between their passes: 33 MiB, within the H200's 50 MB L2).
+# warpsmith: tune MAX_ONEPASS in [16384, 32768]
+# warpsmith: tune LONG_BLOCK in [4096, 8192, 16384]
+# warpsmith: tune LONG_WARPS in [8, 16]
+# warpsmith: tune LONG_STAGES in [2, 3]
+# warpsmith: require LONG_STAGES * LONG_BLOCK * 2 <= smem_per_block
 TILE = 8192
 ELEMS = 16
 STAGES = 2
 PER_SM = 2
 
-max_onepass = 32768  # longest row held in registers (fp32: 32 warps x 32 values)
+MAX_ONEPASS = 32768  # longest row held in registers (fp32: 32 warps x 32 values)
+LONG_BLOCK = 8192
+LONG_WARPS = 16
+LONG_STAGES = 3
+
 smem_budget = 160 * 1024  # bytes of staged tiles per program; fewer stages for wider tiles
-long_block = 4096
-long_stages = 3
 
 
 @triton.jit
@@ -90,7 +100,7 @@ def softmax(x):
     rows, cols = x.shape
     y = torch.empty_like(x)
     block = triton.next_power_of_2(cols)
-    if block <= max_onepass:
+    if block <= MAX_ONEPASS:
         per = max(1, min(TILE // block, triton.next_power_of_2(rows)))
         warps = min(32, max(1, per * block // (32 * ELEMS)))
         stages = STAGES
@@ -100,7 +110,6 @@ def softmax(x):
         _softmax_tiles[(grid,)](x, y, rows, cols, x.stride(0), y.stride(0),
                                 ROWS=per, BLOCK=block, STAGES=stages, num_warps=warps)
     else:
-        warps = 8
         _softmax_long[(min(rows, _sms(x)),)](x, y, rows, cols, x.stride(0), y.stride(0),
-                                             BLOCK=long_block, STAGES=long_stages, num_warps=warps)
+                                             BLOCK=LONG_BLOCK, STAGES=LONG_STAGES, num_warps=LONG_WARPS)
     return y
