@@ -9,7 +9,9 @@ How, and why it fits in one device call: a variant's space has thousands of conf
 its long-row knobs times its short-row knobs), but on one shape most of them launch exactly the same
 kernels (LONG_BLOCK does nothing to 512-wide rows). So each configuration's wrapper is first called
 with every Triton launch intercepted and recorded (kernel, grid, arguments, constexprs, warps),
-nothing run; configurations that record the same launches on a shape are timed once there. The
+nothing run; configurations that record the same launches on a shape are timed once there (a kernel
+that read a tuned module constant directly, not as an argument, would escape this: the tasks'
+variants pass every one as an argument). The
 distinct launches are compiled in worker processes (`kernel.warmup`, nothing launched, so the GPU
 stays quiet) while this process times them as they become ready: triton.testing.do_bench, median, L2
 flushed between calls, the same clock as bench/compare.py. Variants take turns, each one's defaults
@@ -115,11 +117,15 @@ def configurations(task, limits: dict, only: set[str], limit: int | None, seed: 
         chosen = ([default] if space.feasible(default, limits) is None else []) + rest
         if limit:
             chosen = chosen[:limit]
+        # Every knob a module constant (rows.py's TILE...): one module, its constants set per
+        # configuration, records the launches (the wrapper reads them at call time); loading
+        # thousands of modules would take a good part of the budget.
+        const_only = all(k.key.startswith("const:") for prm in space.params for k in prm.knobs)
         for i, config in enumerate(chosen):
             path = tmp / f"{Path(rel).stem}_{i:05d}.py"
             path.write_text(space.render(config))
             out.append({"variant": rel, "config": config, "default": config == default, "path": str(path),
-                        "space": len(grid)})
+                        "space": len(grid), "const_only": const_only})
     return out
 
 
@@ -189,10 +195,24 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
     t0 = time.time()
     confs = configurations(task, limits_here(on_gpu), set(filter(None, args.variants.split(","))),
                            args.limit, args.seed)
-    mods = {}
+    loaded: dict[str, object] = {}
+
+    def module(path: str):
+        if path not in loaded:
+            loaded[path] = load_module(Path(path), f"sweep_{task.name}_{Path(path).stem}")
+        return loaded[path]
+
+    first = {}  # variant -> its first configuration's path: the module whose constants are set
     for c in confs:
-        mods[c["path"]] = getattr(load_module(Path(c["path"]), f"sweep_{task.name}_{Path(c['path']).stem}"),
-                                  task.entry)
+        first.setdefault(c["variant"], c["path"])
+
+    def recorder_fn(c: dict):
+        if not c["const_only"]:
+            return getattr(module(c["path"]), task.entry)
+        mod = module(first[c["variant"]])
+        for k, v in c["config"].items():
+            setattr(mod, k, v)
+        return getattr(mod, task.entry)
     # Record each configuration's launches per shape; one representative per distinct launch set.
     keyed: dict[tuple, list[int]] = {}  # (shape index, launches) -> indices into confs
     errors: dict[tuple, str] = {}
@@ -203,11 +223,17 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
             for ci, c in enumerate(confs):
                 r.log = []
                 try:
-                    mods[c["path"]](*inputs)
+                    recorder_fn(c)(*inputs)
                 except Exception as e:  # noqa: BLE001
                     errors[(si, ci)] = f"{type(e).__name__}: {str(e)[:200]}"
                     continue
+                if not r.log:  # launched some other way than kernel[grid](...): can't be deduplicated
+                    errors[(si, ci)] = "no Triton launch recorded"
+                    continue
                 keyed.setdefault((si, tuple(r.log)), []).append(ci)
+        if sum(1 for (sj, _), e in errors.items() if sj == si and e == "no Triton launch recorded") == len(confs):
+            raise SystemExit(f"bench/variant_sweep.py: no launch of {task.name}'s variants was recorded on "
+                             f"{shape.name}: this Triton launches kernels past KernelInterface.__getitem__")
         del inputs
     # Variants take turns (each one's defaults first, then its shuffled order), so a run cut by the
     # budget has an even sample of every variant, not all of the first and none of the last.
@@ -216,6 +242,8 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
         per_variant.setdefault(confs[min(kv[1])]["variant"], []).append(kv)
     queues = list(per_variant.values())
     jobs = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+    for path in {first[v] for v in first}:  # their constants were moved: timed from fresh modules
+        loaded.pop(path, None)
     print(f"{task.name}: {len(confs)} configurations over {len({c['variant'] for c in confs})} variants, "
           f"{len(jobs)} distinct launch sets on {len(shapes)} shapes (recorded in {time.time() - t0:.1f} s)",
           flush=True)
@@ -248,7 +276,7 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
             x = ref.make_inputs(shapes[si].dims, dtype, 0, dev)
             cache[si] = (x, ref.reference(*x))
         inputs, expected = cache[si]
-        fn = mods[rep["path"]]
+        fn = getattr(module(rep["path"]), task.entry)
         try:
             out = fn(*inputs)
             res["correct"] = correct(task, out, expected)
