@@ -5,7 +5,12 @@
 #   eval       warpsmith eval of the softmax baseline against itself, with per-phase wall times
 #   tuner      warpsmith run TASK --headless --agent tuner --iterations $TUNER_ITERS --auto --keep-buckets auto,
 #              for each TASK in $TUNER_TASKS (default softmax), at most $TUNER_TIMEOUT s each
-#   compare    per-shape table: eager, torch.compile, baseline, the tuner's best (bench/compare.py), per TASK
+#   compare    per-shape table: eager, torch.compile, baseline, Liger-Kernel (where .whl carries it), the tuner's
+#              best (bench/compare.py), per TASK
+#   sweep      every variant x configuration of its declared space on every shape, for each TASK in $SWEEP_TASKS
+#              (default "softmax rmsnorm"): best per shape / variant / bucket as % of copy bandwidth, Liger's
+#              figure, and whether 80% is reached (bench/variant_sweep.py; $SWEEP_TIMEOUT s, default 230;
+#              $SWEEP_FLAGS passed on, e.g. "--variants persistent,twopass --rep-ms 20")
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
 #              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
@@ -138,6 +143,10 @@ EOF
         k=""; [ -f "$WS/${t}_best.py" ] && k="--kernel $WS/${t}_best.py"
         timeout "$L" python3 "$REPO/bench/compare.py" "$t" $k ${COMPARE_FLAGS:-} --json "$OUT/compare_$t.json" 2>&1 | tee "$OUT/compare_$t.txt"
       done ;;
+    sweep) L=$(limit ${SWEEP_TIMEOUT:-230}) || { echo "== skip $s"; continue; }
+      # The sweep stops timing 25 s before its limit and still prints its tables.
+      timeout "$L" python3 "$REPO/bench/variant_sweep.py" ${SWEEP_TASKS:-softmax rmsnorm} --budget-s $(( L - 25 )) \
+          ${SWEEP_FLAGS:-} --json "$OUT/sweep.json" 2>&1 | tee "$OUT/sweep.txt" | grep -v "^  error\|Warning" | tail -70 ;;
     redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }

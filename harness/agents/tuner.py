@@ -297,7 +297,11 @@ class TunerAgent:
 
         # -- choose ---------------------------------------------------------------------------
         choice, why, bucket = None, "", None
-        for s in spaces:  # each variant's own defaults first: a kernel engineer's starting points
+        # Each variant's own defaults first (a kernel engineer's starting points), unless the person
+        # asked for a direction that some untried configuration takes: that comes first.
+        flat = [(v, c) for v, cs in pool.items() for c in cs]
+        asked = bool(reading.prefer) and bool(self._preferred(flat, reading, BucketView("", lambda d: True), spaces))
+        for s in ([] if asked else spaces):
             d = s.default()
             for name, value in reading.pins.items():
                 if name in d:

@@ -91,8 +91,9 @@ def test_a_bucket_within_ten_percent_of_its_roofline_is_done(tmp_path):
     assert "Bucket mid: no shape of it is run on this machine" in text
 
 
-def propose(ideas=(), history=(), task=TASK):
-    ctx = ProposalContext(task, len(history) + 1, task.baseline_path.read_text(), "c", list(history), list(ideas))
+def propose(ideas=(), history=(), task=TASK, iteration=None):
+    ctx = ProposalContext(task, iteration or len(history) + 1, task.baseline_path.read_text(), "c", list(history),
+                          list(ideas))
     events = list(TunerAgent().propose(ctx))
     text = "".join(e.text for e in events if type(e).__name__ == "ReasoningChunk")
     prop = [e for e in events if type(e).__name__ == "Proposal"]
@@ -190,8 +191,12 @@ def test_a_knob_that_did_not_matter_to_a_bucket_is_climbed_last():
                        shapes=shapes(10.05)),  # TILE one step up: within 2%, so TILE is inert here
                Attempt(3, "", "reverted", meta={"variant": "variants/twopass.py",
                                                 "config": read_space((TASK.root / "variants/twopass.py").read_text()).default()},
+                       shapes=shapes(30.0)),
+               Attempt(4, "", "reverted", meta={"variant": "variants/persistent.py",
+                                                "config": read_space((TASK.root / "variants/persistent.py").read_text()).default()},
                        shapes=shapes(30.0))]
-    text, prop = propose(history=history)  # iteration 4: buckets take turns (no roofline figures): short
+    # iteration 6: buckets take turns (no roofline figures), 6 % 3 buckets: short
+    text, prop = propose(history=history, iteration=6)
     assert "for bucket short" in text
     changed = {k for k, v in prop.meta["config"].items() if default[k] != v}
     assert prop.meta["variant"] == "variants/rows.py" and changed == {"ELEMS"}, prop.description

@@ -82,7 +82,7 @@ def test_hard_cases_run_on_every_listed_shape_on_the_gpu_and_one_each_in_the_int
     assert {s.dims["cols"] for _, s in gpu} == {s.dims["cols"] for s in t.shapes}  # the bucket dim is kept
     interp = hard_case_shapes(t, ref, t.interpreter_shapes, False)
     assert [c for c, _ in interp] == list(hard_cases(ref)) and all(s.dims["rows"] <= 2 for _, s in interp)
-    # without buckets, the dim the held-out lengths vary (the first range) is kept as listed too
+    # rmsnorm too: the dim the held-out lengths vary (its buckets' cols) is kept as listed
     rms = load_task("rmsnorm")
     for on_gpu, listed in ((True, rms.shapes), (False, rms.interpreter_shapes)):
         pairs = hard_case_shapes(rms, rms.load_reference(), listed, on_gpu)

@@ -1,0 +1,121 @@
+"""The tasks' variants stay correct across their declared spaces (Triton interpreter), and the
+GPU sweep's machinery (bench/variant_sweep.py) runs end to end on the interpreter's shapes: launches
+recorded without running, configurations that launch the same kernels checked once (compiled ahead
+by worker processes, which on the interpreter have nothing to compile: the plumbing is what runs),
+every one of the sample correct against the reference."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, read_space
+from harness.tasks import load_module, load_task
+
+REPO = Path(__file__).resolve().parents[2]
+LIMITS = {**ARCH, "smem_per_block": DEFAULT_SMEM_KIB * 1024}
+
+
+def _check(task, fn, dims):
+    ref = task.load_reference()
+    inputs = ref.make_inputs(dims, torch.bfloat16, 1, "cpu")
+    tol = task.tolerance["bfloat16"]
+    out = fn(*inputs)
+    exp = ref.reference(*inputs)
+    assert out.shape == exp.shape and out.dtype == exp.dtype
+    assert torch.allclose(out.float(), exp.float(), atol=tol.atol, rtol=tol.rtol), dims
+
+
+@pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
+def test_persistent_variant_at_its_corners_and_on_its_long_row_path(task_name, tmp_path):
+    """Every knob at its smallest and largest declared value (one at a time), on rows that leave a
+    tail in the last tile and programs that walk several tiles; then the two-pass path for rows
+    longer than a row in registers, which the interpreter's shapes never reach."""
+    task = load_task(task_name, check_null=False)
+    space = read_space((task.root / "variants/persistent.py").read_text(), "variants/persistent.py")
+    configs = [space.default()]
+    for p in space.params:
+        for v in (p.values[0], p.values[-1]):
+            c = {**space.default(), p.name: v}
+            if space.feasible(c, LIMITS) is None and c not in configs:
+                configs.append(c)
+    long_knobs = {"MAX_ONEPASS", "LONG_BLOCK", "LONG_WARPS", "LONG_STAGES"}
+    for i, c in enumerate(configs):
+        path = tmp_path / f"p{i}.py"
+        path.write_text(space.render(c))
+        mod = load_module(path, f"t_persistent_{task_name}_{i}")
+        changed = {k for k in c if c[k] != configs[0][k]}
+        if not changed or not changed <= long_knobs:  # tiles: a tail in the last one, programs walking several
+            for dims in ({"rows": 37, "cols": 100}, {"rows": 5, "cols": 1500}):
+                _check(task, getattr(mod, task.entry), dims)
+        if not changed or changed <= long_knobs:  # the long-row knobs act on the two-pass path
+            mod.MAX_ONEPASS = 1024
+            _check(task, getattr(mod, task.entry), {"rows": 3, "cols": 2100})
+    mod = load_module(tmp_path / "p0.py", f"t_persistent_long_{task_name}")
+    mod.MAX_ONEPASS, mod.LONG_BLOCK = 1024, 256  # rows of 3001 take the two-pass path in 12 blocks
+    for case in [None, *getattr(task.load_reference(), "HARD_CASES", {})]:  # -inf masks, huge values...
+        _check(task, getattr(mod, task.entry), {"rows": 6, "cols": 3001, **({"case": case} if case else {})})
+
+
+@pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
+def test_twopass_variant_pipelined_at_its_corners(task_name, tmp_path):
+    task = load_task(task_name, check_null=False)
+    space = read_space((task.root / "variants/twopass.py").read_text(), "variants/twopass.py")
+    grid = space.grid(LIMITS)
+    for i, c in enumerate([space.default(), grid[0], grid[-1]]):
+        path = tmp_path / f"t{i}.py"
+        path.write_text(space.render(c))
+        fn = getattr(load_module(path, f"t_twopass_{task_name}_{i}"), task.entry)
+        for case in [None, *getattr(task.load_reference(), "HARD_CASES", {})]:
+            _check(task, fn, {"rows": 3, "cols": 5000, **({"case": case} if case else {})})
+
+
+@pytest.mark.slow
+def test_sweep_on_the_interpreter_checks_a_sample_of_every_variant(tmp_path):
+    out = tmp_path / "sweep.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "variant_sweep.py"), "softmax", "rmsnorm",
+                           "--interpreter", "--limit", "3", "--workers", "2", "--json", str(out)], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("softmax", "rmsnorm"):
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(f"{name}: 12 configurations over 4 variants"))
+        distinct = int(line.split(", ")[1].split()[0])
+        assert distinct < 12 * 3, line  # configurations that launch the same kernels on a shape are checked once
+        assert f"{name}: {distinct} distinct launch sets correct, 0 incorrect, 0 errors" in proc.stdout, proc.stdout
+    report = json.loads(out.read_text())
+    assert [r["task"] for r in report] == ["softmax", "rmsnorm"]
+    assert all(r["correct"] > 0 and r["incorrect"] == 0 and r["errors"] == 0 for r in report)
+    assert {v for r in report for s in r["shapes"] for v in s["per_variant"]} >= {
+        "kernel.py", "variants/rows.py", "variants/twopass.py", "variants/persistent.py"}
+
+
+def test_sweep_report_from_timed_results_names_the_best_the_buckets_liger_and_the_verdict(capsys):
+    """The GPU half of the report, fed hand-written times (no GPU on CI): copy bandwidth 4000 GB/s,
+    two variants, Liger failing on the long rows."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import variant_sweep as vs
+
+    task = load_task("softmax", check_null=False)
+    ref = task.load_reference()
+    shapes = task.shapes
+    confs = [{"variant": "variants/rows.py", "config": {"TILE": 4096}, "default": True, "space": 2},
+             {"variant": "variants/rows.py", "config": {"TILE": 8192}, "default": False, "space": 2},
+             {"variant": "variants/twopass.py", "config": {"BLOCK": 8192}, "default": True, "space": 1}]
+    roof = [ref.bytes_moved(s.dims, torch.bfloat16) / 4000e9 * 1e6 for s in shapes]
+    pct = {0: [0.7, 0.7, 0.7, 0.5], 1: [0.85, 0.82, 0.6, 0.4], 2: [0.5, 0.3, 0.81, 0.83]}
+    results = {(si, ci): {"us": roof[si] / pct[ci][si], "correct": True, "error": None}
+               for si in range(len(shapes)) for ci in pct}
+    liger = {si: {"us": roof[si] / 0.72, "correct": True, "error": None} for si in range(3)}
+    liger[3] = {"us": None, "correct": False, "error": "OutOfResources: shared memory"}
+    out = vs.report(task, ref, torch.bfloat16, shapes, confs, results, {}, liger, None, 4000.0, 12, 0)
+    text = capsys.readouterr().out
+    assert "softmax VERDICT: best per shape >= 80% of copy bandwidth on 4/4 shapes" in text
+    assert "at or faster than Liger on 3/3" in text and "long rows 128k FAILS" in text
+    assert "bucket short: rows TILE=8192" in text and "bucket long: twopass BLOCK=8192" in text
+    assert out["variants"]["variants/rows.py"]["best_overall"] in ({"TILE": 4096}, {"TILE": 8192})
+    assert [round(r["best_pct"]) for r in out["shapes"]] == [85, 82, 81, 83]
