@@ -388,8 +388,8 @@ def main(argv: list[str]) -> int:
     os.set_inheritable(wfd, False)
     ep = Endpoint(rfd, wfd, key)
     del key
-    # The slow, device-free part of a start, before the job arrives: a spare child (see
-    # ChildProcess.for_task) does it while the previous evaluation is still running.
+    # The slow part of a start (imports; on a GPU the CUDA context), before the job arrives: a
+    # pre-warmed spare (harness/evaluate/prewarm.py) does it while earlier evaluations run.
     t0 = time.monotonic()
     early: dict[str, float] = {"main_at": main_at}
     preload(early)

@@ -82,8 +82,9 @@ class EvalOptions:
     # Rules packs the session selected beyond the task's own (ids or pack folders): a rules pack a
     # person adds is enforced, not only shown to the agent. The task's own can't be taken away.
     extra_rules: list[str] = field(default_factory=list)
-    # Start the next evaluation's child while this one runs (None: where there are cores to spare;
-    # on 2 cores its imports would slow the interpreter running this evaluation).
+    # Pre-warm the next evaluations' children while this one runs (harness/evaluate/prewarm.py;
+    # None: where there are cores to spare; on 2 cores their imports would slow the interpreter
+    # running this evaluation; $WARPSMITH_PREWARM=N overrides).
     spare_child: bool | None = None
     # The OS sandbox around the child (harness/evaluate/sandbox.py). Off only knowingly: --no-sandbox
     # sets WARPSMITH_NO_SANDBOX=1, and the verdict then says "sandbox": false.
@@ -150,7 +151,8 @@ class ChildProcess:
 
     def __init__(self, task: Task | None, on_gpu: bool, opts: EvalOptions):
         """Spawn a child; with a task, also give it its job. Without one it is a spare: it imports
-        torch and triton (the slow part of a start, CPU only) and waits for `assign`."""
+        torch and triton and on a GPU creates its CUDA context (the slow part of a start), then waits
+        for `assign` (harness/evaluate/prewarm.py)."""
         self.busy_s = 0.0
         self.round_trip_s = 0.0
         self._rss_checked = 0.0
