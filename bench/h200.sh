@@ -30,6 +30,10 @@
 #              do_bench, CUDA-graph replay, pass/fail) and a small knob sweep (< 5 min)
 #   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
 #              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
+#   throughput issue 18, <= 4 min: one `eval` of the softmax baseline (its children pre-warmed while the parent loads),
+#              the result channel's speed, then bench/throughput.py on the local backend: $THROUGHPUT_N candidates
+#              (tuner variants + 1 broken), every shape and check, 40 samples; candidates a minute, p50 time to
+#              verdict and its phases, in a short table last ($THROUGHPUT_TIMEOUT, default 235 s)
 #   busy       (several GPUs) one GPU's timings alone vs with every other GPU loaded (bench/busy_neighbours.py)
 #   cute       issue 23: installs CuTe DSL from the carried .whl-cute + .whl-cute2 (bench/device_wheels.sh cute:
 #              two calls), then bench/cute.py: the CuTe baseline's % of copy bandwidth per shape, the honest
@@ -210,6 +214,16 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       timeout "$L" python3 "$REPO/bench/throughput.py" softmax --n 10 --broken --backends "${SCALE_BACKENDS:-local,pool,ray}" \
           --shapes "${SCALE_SHAPES:-4k x 4k}" --samples "${SCALE_SAMPLES:-20}" --json "$OUT/throughput.json" 2>&1 \
           | tee "$OUT/throughput.txt" | tail -40 ;;
+    throughput) L=$(limit ${THROUGHPUT_TIMEOUT:-235}) || { echo "== skip $s"; continue; }
+      t0=$(date +%s%N)
+      (cd "$WS" && timeout 90 $H eval softmax "$REPO/kernels/softmax/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
+      echo "eval rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the whole command)"; tail -3 "$OUT/tp_eval.err"
+      python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start'))"
+      timeout 40 python3 "$REPO/bench/channel_speed.py" --mb 256 --frames 4
+      tl=$(( L - ($(date +%s) - start) - 20 ))
+      [ "$tl" -lt 60 ] && { echo "== throughput: only $tl s left for the batch, skipped"; continue; }
+      timeout $(( tl + 15 )) python3 "$REPO/bench/throughput.py" softmax --n "${THROUGHPUT_N:-10}" --broken --backends local \
+          --time-limit "$tl" --json "$OUT/throughput18.json" 2>&1 | tee "$OUT/throughput18.txt" | tail -24 ;;
     busy) L=$(limit 300) || { echo "== skip $s"; continue; }  # several GPUs only
       timeout "$L" python3 "$REPO/bench/busy_neighbours.py" softmax --repeats "${BUSY_REPEATS:-3}" \
           --json "$OUT/busy.json" 2>&1 | tee "$OUT/busy.txt" ;;

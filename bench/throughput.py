@@ -2,7 +2,10 @@
 
     PYTHONPATH=. python bench/throughput.py softmax [--backends local,pool,ray] [--n 10]
         [--candidates DIR] [--broken] [--proposals N] [--samples 10] [--shapes A,B]
-        [--json out.json] [--keep-dir DIR]
+        [--time-limit S] [--json out.json] [--keep-dir DIR]
+
+Last it prints a short table: candidates a minute, the p50 time to verdict (all, accepted, rejected)
+and the p50 of each phase (`phase_costs`), with the held-out checks' cost per candidate.
 
 For each backend, a real session (ParallelLoop, script agent replaying the batch, every candidate
 reverted so each is measured against the same baseline) runs the whole batch; the figure is
@@ -91,7 +94,8 @@ def make_batch(task, n: int, with_broken: bool, dest: Path) -> Path:
     return dest
 
 
-def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOptions, base: Path) -> dict:
+def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOptions, base: Path,
+                time_limit: float | None = None) -> dict:
     from harness.agents.script import ScriptAgent
     from harness.evaluate.backends import make_evaluator
     from harness.parallel import ParallelLoop
@@ -121,22 +125,74 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
     t1 = time.monotonic()
     loop = ParallelLoop(session, task, agent, RevertAll(), evaluator, emit=emit, max_iterations=n,
                         proposals=max(proposals, evaluator.capacity()), options=options)
+    stopper = None
+    if time_limit:  # stop proposing and deciding; the table then covers the verdicts that landed
+        import threading
+
+        stopper = threading.Timer(time_limit, loop.cancel.set)
+        stopper.daemon = True
+        stopper.start()
     loop.run()
+    if stopper is not None:
+        stopper.cancel()
     wall = time.monotonic() - t1
     for a in loop.history:
         files[a.iteration] = a.meta.get("script_file", "")
     by_file = {files[i]: v for i, v in verdicts.items() if i in files}
     # What the held-out shapes and hard inputs cost (issue 25): seconds per candidate that ran them,
     # and their share of those evaluations' wall time.
+    costs = {f: phase_costs(v) for f, v in by_file.items()}
+    walls = [v.get("wall_s") for v in by_file.values()]
+    ttv = {"all": p50(walls), "accepted": p50([v.get("wall_s") for v in by_file.values() if v.get("accepted")]),
+           "rejected": p50([v.get("wall_s") for v in by_file.values() if not v.get("accepted")])}
     ran = [v for v in by_file.values() if (v.get("phases_s") or {}).get("heldout") is not None]
     held = sum(v["phases_s"]["heldout"] for v in ran)
     return {"backend": spec, "workers": [f"{w['name']}(gpu {w['gpu']})" for w in workers], "start_s": round(start_s, 1),
             "heldout_s_per_candidate": round(held / len(ran), 2) if ran else None,
             "heldout_share_pct": round(held / max(sum(v.get("wall_s") or 0 for v in ran), 1e-9) * 100, 1) if ran else None,
             "wall_s": round(wall, 1), "candidates": len(by_file),
+            "p50_time_to_verdict_s": {k: (round(x, 2) if x is not None else None) for k, x in ttv.items()},
+            "p50_phases_s": {k: (round(x, 2) if x is not None else None)
+                             for k, x in ((k, p50([c[k] for c in costs.values()])) for k in PHASES)},
+            "prewarmed": sum(c["prewarmed"] for c in costs.values()),
             "per_min": round(len(by_file) / wall * 60, 2) if wall > 0 else None,
             "verdicts": {f: summary(v) for f, v in sorted(by_file.items())}, "device": next(
                 (v.get("device") for v in by_file.values() if v.get("device")), "")}
+
+
+PHASES = ("sandbox", "start", "compile", "correctness", "compare", "heldout", "timing")
+
+
+def phase_costs(v: dict) -> dict:
+    """Where one evaluation's wall time went (seconds), from its verdict:
+    sandbox      bwrap and Python up to the child's first line (paid by a pre-warmed spare, off the clock)
+    start        what the evaluation waited for its child: imports, CUDA, the candidate's import
+    compile      first call minus second call of each shape (Triton compiles on the first)
+    correctness  the child's checks of the listed shapes, compile and compare excluded
+    compare      the parent's reference, the outputs' transfer and their comparison (correctness stage)
+    heldout      held-out shapes and hard inputs, all of it
+    timing       the timing stage (the incumbent's child, batches, a re-measure of a win)"""
+    ph, busy = v.get("phases_s") or {}, v.get("child_busy_s") or {}
+    compile_s = 0.0
+    for s in v.get("shapes") or []:
+        first, second = (s.get("child_call_s") or [None, None])[:2]
+        if first is not None and second is not None:
+            compile_s += max(first - second, 0.0)
+    corr = ph.get("correctness", 0.0)
+    compare = max(corr - busy.get("correctness", corr), 0.0)
+    return {"sandbox": (v.get("child_start") or {}).get("sandbox_s"),
+            "start": sum(ph.get(k, 0.0) for k in ("spawn", "device", "import")),
+            "compile": compile_s, "correctness": max(corr - compile_s - compare, 0.0), "compare": compare,
+            "heldout": ph.get("heldout", 0.0), "timing": ph.get("timing", 0.0),
+            "prewarmed": bool((v.get("child_start") or {}).get("prewarmed"))}
+
+
+def p50(xs: list) -> float | None:
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
 
 
 def summary(v: dict) -> dict:
@@ -166,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--proposals", type=int, default=2)
     p.add_argument("--samples", type=int, default=None, help="timed samples per side per shape (EvalOptions)")
     p.add_argument("--shapes", help="comma-separated shape names to evaluate (default: all for the device)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="stop each backend's session after S seconds (the figures cover the verdicts in by then)")
     p.add_argument("--json", type=Path)
     p.add_argument("--keep-dir", type=Path, help="keep the sessions here (default: a temporary folder)")
     a = p.parse_args(argv)
@@ -191,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"batch: {len(list(folder.glob('*.py')))} candidates in {folder}", flush=True)
     for spec in [s.strip() for s in a.backends.split(",") if s.strip()]:
         try:
-            r = run_backend(task, spec, folder, a.proposals, options, base)
+            r = run_backend(task, spec, folder, a.proposals, options, base, a.time_limit)
         except BackendUnavailable as e:
             print(f"{spec}: skipped: {e}", flush=True)
             continue
@@ -220,6 +278,18 @@ def main(argv: list[str] | None = None) -> int:
                          + (f"{v['geomean_speedup']:.3f}x" if v and v.get("geomean_speedup") else ""))
         print(f"{f[:40]:<40} " + " ".join(f"{c:>16}" for c in cells))
     print(f"device: {ref['device']}")
+    # Last, the short table (issue 18's targets: >= 10 candidates a minute, p50 time to verdict <= 6 s).
+    print(f"\n{'backend':<8} {'cand/min':>8} {'p50 ttv':>8} {'p50 acc':>8} {'p50 rej':>8} {'warm':>5}  "
+          + " ".join(f"{k:>11}" for k in PHASES) + f" {'heldout/cand':>12}")
+    for r in results:
+        t, ph = r["p50_time_to_verdict_s"], r["p50_phases_s"]
+        cell = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+        print(f"{r['backend']:<8} {cell(r['per_min']):>8} {cell(t['all']):>8} {cell(t['accepted']):>8} "
+              f"{cell(t['rejected']):>8} {r['prewarmed']:>2}/{r['candidates']:<2} "
+              + " ".join(f"{cell(ph[k]):>11}" for k in PHASES)
+              + f" {cell(r['heldout_s_per_candidate']):>12}")
+    print("(p50 seconds per candidate; sandbox is paid by a pre-warmed spare before the evaluation when warm; "
+          "heldout/cand: held-out shapes + hard inputs)")
     if a.json:
         a.json.write_text(json.dumps({"task": task.name, "results": results}, indent=1))
     return 0 if ok else 1

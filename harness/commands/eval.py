@@ -169,6 +169,11 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"warpsmith eval: {problem}", file=sys.stderr)
         return 2
+    from harness.evaluate import prewarm
+
+    # The candidate's (and on a GPU the incumbent's) process starts now, while this one loads the
+    # task, torch and the static stage: on the H200 each side's imports take seconds.
+    prewarm.for_one_evaluation(False if args.cpu else None, EvalOptions(time=not args.no_time))
 
     try:
         task = load_task(args.task)

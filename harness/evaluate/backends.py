@@ -388,6 +388,9 @@ class LocalEvaluator(WorkerSet):
     def __init__(self) -> None:
         super().__init__([_Slot("local", _local_gpu_label())])
         self.start()
+        from harness.evaluate import prewarm
+
+        prewarm.warm()  # the first candidates' children start while the agent writes the first proposal
 
     def _start_worker(self, slot: _Slot) -> None:
         slot.pid, slot.node = os.getpid(), socket.gethostname()
@@ -534,6 +537,9 @@ def _warm_up() -> None:
         import triton  # noqa: F401
     except Exception:  # evaluate() reports a broken install on the job itself, with its message
         pass
+    from harness.evaluate import prewarm
+
+    prewarm.warm()  # the first jobs' sandboxed children, importing while the worker waits for work
 
 
 def worker_main(fd: int) -> None:

@@ -405,9 +405,10 @@ def error_reply(kind: str, e: BaseException) -> dict:
             "traceback": tb[-TRACE_TAIL:]}
 
 
-def preload() -> None:
-    """Import torch, triton and what the torch-compute watch pulls in (torch._dynamo) without
-    touching a device. Harness code only: no task or candidate is known yet."""
+def preload(startup: dict[str, float]) -> None:
+    """Import torch, triton and what the torch-compute watch pulls in (torch._dynamo), and on a GPU
+    create the CUDA context and cuBLAS (harness code only: no task or candidate is known yet). A
+    pre-warmed spare (harness/evaluate/prewarm.py) does all of this before it is needed."""
     import torch
     import triton  # noqa: F401
 
@@ -415,9 +416,21 @@ def preload() -> None:
 
     with guards.TorchComputeWatch():
         torch.empty(1) + 1
+    # The parent hides the GPU from an interpreter child (CUDA_VISIBLE_DEVICES="", TRITON_INTERPRET=1).
+    if "TRITON_INTERPRET" not in os.environ and os.environ.get("CUDA_VISIBLE_DEVICES") != "":
+        t0 = time.monotonic()
+        try:
+            if torch.cuda.is_available():
+                x = torch.randn(64, 64, device="cuda")  # (Child._warm_up's work, on the spare's time)
+                (x @ x).softmax(-1).sum().item()
+                torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - Child() meets the same error and reports it as a setup failure
+            pass
+        startup["cuda_init"] = time.monotonic() - t0
 
 
 def main(argv: list[str]) -> int:
+    main_at = time.time()  # (wall clock: the parent compares it with when it started the sandbox)
     rfd, wfd = int(argv[1]), int(argv[2])
     key = bytes(_read_exact(rfd, 32))
     # Candidate code may start processes; they must not inherit the channel.
@@ -425,11 +438,12 @@ def main(argv: list[str]) -> int:
     os.set_inheritable(wfd, False)
     ep = Endpoint(rfd, wfd, key)
     del key
-    # The slow, device-free part of a start, before the job arrives: a spare child (see
-    # ChildProcess.for_task) does it while the previous evaluation is still running.
+    # The slow part of a start (imports; on a GPU the CUDA context), before the job arrives: a
+    # pre-warmed spare (harness/evaluate/prewarm.py) does it while earlier evaluations run.
     t0 = time.monotonic()
-    preload()
-    preload_s = time.monotonic() - t0
+    early: dict[str, float] = {"main_at": main_at}
+    preload(early)
+    early["preload"] = time.monotonic() - t0
     job, _ = ep.recv()
     import resource
 
@@ -443,14 +457,15 @@ def main(argv: list[str]) -> int:
     if not job.get("on_gpu"):
         interpreter_autotune()
     t0 = time.monotonic()
-    startup: dict[str, float] = {"preload": preload_s}  # where a child's start-up time goes
+    startup: dict[str, float] = dict(early)  # where a child's start-up time goes
     try:
         child = Child(ep, job, startup)
     except BaseException as e:  # noqa: BLE001 - a broken task or torch install, not the candidate
         ep.send(error_reply("setup", e))
         return 3
     startup["total_in_child"] = time.monotonic() - t0
-    Endpoint.send(ep, {"ok": True, "pid": os.getpid(), "startup_s": {k: round(v, 3) for k, v in startup.items()}})
+    Endpoint.send(ep, {"ok": True, "pid": os.getpid(), "startup_s": {k: (v if k == "main_at" else round(v, 3))
+                                                                      for k, v in startup.items()}})
     ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device,
            "prep": child.op_prep, "batch": child.op_batch, "fetch": child.op_fetch,
            "mem": child.op_mem}

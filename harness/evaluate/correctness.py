@@ -114,21 +114,36 @@ def _crash_message(reply: dict) -> str:
 
 def check_all(run: "_Run", child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
               on_gpu: bool, opts: "EvalOptions", secret: int) -> bool:
-    """Run every shape; True when every shape is correct and no guard fired."""
+    """Run every shape; True when every shape is correct and no guard fired.
+
+    Cheap first (issue 18): the shapes run smallest first, and once one gives a wrong answer or
+    crashes, the larger ones are not compiled or run: the candidate is rejected at correctness
+    either way, so a reject costs the smallest shape rather than all of them. The verdict keeps
+    every shape in the task's order; those not run say why. A guard finding alone (the output was
+    right) does not stop the run: a later shape's wrong answer must still make it a correctness
+    rejection, as it always did."""
+    from harness.evaluate.heldout import shape_bytes
     from harness.evaluate.runner import derive_seed
 
+    entries = [shape_entry(s) for s in shapes]
+    run.shapes.extend(entries)
+    order = sorted(range(len(shapes)), key=lambda i: (shape_bytes(ref_mod, task, shapes[i].dims), i))
     all_ok = True
-    for i, shape in enumerate(shapes):
-        entry = shape_entry(shape)
-        run.shapes.append(entry)
+    for n, i in enumerate(order):
+        shape, entry = shapes[i], entries[i]
         try:
             ok = _check_shape(run, child, task, ref_mod, shape, entry, on_gpu, opts,
                               lambda *p, s=shape: derive_seed(secret, s.name, *p))
         except Exception:
-            for rest in shapes[i + 1:]:  # every shape stays in the verdict, marked as not run
-                run.shapes.append(dict(shape_entry(rest), error="not run: the child process failed earlier"))
+            for j in order[n + 1:]:  # every shape stays in the verdict, marked as not run
+                entries[j]["error"] = "not run: the child process failed earlier"
             raise
         all_ok = all_ok and ok
+        if not entry["correct"] and n + 1 < len(order):
+            for j in order[n + 1:]:
+                entries[j]["error"] = (f"not run: the candidate was already wrong on {shape.name!r} (shapes are "
+                                       "checked smallest first)")
+            return False
     return all_ok and not run.reasons
 
 
@@ -189,6 +204,8 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
         entry["error"] = "; ".join(fails)[:500]
         return False
     r2, o2 = call({"seed": sa, "poison": 2, "out_nbytes": nb})
+    # The child's seconds for the first and second call: the first compiles (bench/throughput.py).
+    entry["child_call_s"] = [r1.get("child_s"), r2.get("child_s")]
     out2 = judge(r2, o2, xs, exp, "output (second run, other poison)")
     if out1 is not None and out2 is not None:
         diff = disagreement(task, out1, out2)

@@ -7,7 +7,6 @@ correctness -> guard -> timing. The verdict is a plain dict (see DESIGN.md, "Ver
 """
 from __future__ import annotations
 
-import atexit
 import hashlib
 import math
 import os
@@ -19,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
@@ -84,8 +82,9 @@ class EvalOptions:
     # Rules packs the session selected beyond the task's own (ids or pack folders): a rules pack a
     # person adds is enforced, not only shown to the agent. The task's own can't be taken away.
     extra_rules: list[str] = field(default_factory=list)
-    # Start the next evaluation's child while this one runs (None: where there are cores to spare;
-    # on 2 cores its imports would slow the interpreter running this evaluation).
+    # Pre-warm the next evaluations' children while this one runs (harness/evaluate/prewarm.py;
+    # None: where there are cores to spare; on 2 cores their imports would slow the interpreter
+    # running this evaluation; $WARPSMITH_PREWARM=N overrides).
     spare_child: bool | None = None
     # The OS sandbox around the child (harness/evaluate/sandbox.py). Off only knowingly: --no-sandbox
     # sets WARPSMITH_NO_SANDBOX=1, and the verdict then says "sandbox": false.
@@ -152,7 +151,8 @@ class ChildProcess:
 
     def __init__(self, task: Task | None, on_gpu: bool, opts: EvalOptions):
         """Spawn a child; with a task, also give it its job. Without one it is a spare: it imports
-        torch and triton (the slow part of a start, CPU only) and waits for `assign`."""
+        torch and triton and on a GPU creates its CUDA context (the slow part of a start), then waits
+        for `assign` (harness/evaluate/prewarm.py)."""
         self.busy_s = 0.0
         self.round_trip_s = 0.0
         self._rss_checked = 0.0
@@ -205,6 +205,8 @@ class ChildProcess:
             self.assign(task, opts)
 
     def assign(self, task: Task, opts: EvalOptions) -> None:
+        if self.assigned:  # one candidate per process, ever (issue 17)
+            raise RuntimeError("this child already has a job; a child serves one evaluation only")
         self.assigned = True
         self.mem_cap = int((opts.mem_cap_gb * 2**30) if opts.mem_cap_gb else _default_mem_cap())
         # The child caps its own address space before importing anything of the candidate's (CPU
@@ -263,27 +265,11 @@ class ChildProcess:
 
     @classmethod
     def for_task(cls, task: Task, on_gpu: bool, opts: EvalOptions) -> "ChildProcess":
-        """A child for one evaluation: the spare started during the previous one when it matches
-        (same interpreter, device and environment), else a new one; then a new spare for the next.
+        """A child for one evaluation, pre-warmed where possible (harness/evaluate/prewarm.py): a
+        process no candidate code has run in, never handed out twice."""
+        from harness.evaluate.prewarm import POOL
 
-        Why: importing torch, triton and torch's dispatch modes took 8-10 s of every evaluation on
-        the H200; a spare pays that while the loop is busy elsewhere. Every candidate still gets a
-        process of its own that no candidate code has run in (a spare runs only harness code)."""
-        key = _spare_key(on_gpu, opts.python, bool(opts.sandbox))
-        with _SPARES_LOCK:  # evaluations may run in threads (the red-team suite, pool workers)
-            child = _SPARES.pop(key, None)
-            if child is not None and child.proc.poll() is not None:
-                child.close()
-                child = None
-            if child is None:
-                child = cls(task, on_gpu, opts)
-            else:
-                child.assign(task, opts)
-            if opts.spare_child or (opts.spare_child is None and (os.cpu_count() or 1) >= 4):
-                for stale in list(_SPARES):  # one spare at a time: a changed environment retires the old
-                    _SPARES.pop(stale).close()
-                _SPARES[key] = cls(None, on_gpu, opts)
-        return child
+        return POOL.take(task, on_gpu, opts)
 
     def _wait(self, fd: int) -> None:
         while True:
@@ -403,21 +389,11 @@ def _local_imports(path: Path) -> set[str]:
     return names
 
 
-_SPARES: dict[tuple, ChildProcess] = {}
-_SPARES_LOCK = threading.Lock()
-
-
-def _spare_key(on_gpu: bool, python: str, sandbox: bool = True) -> tuple:
-    env = scrubbed_env(on_gpu=on_gpu)
-    env.pop("HOME", None)  # each child's own scratch dir
-    return (python, on_gpu, sandbox, tuple(sorted(env.items())))
-
-
-@atexit.register
 def close_spares() -> None:
-    with _SPARES_LOCK:
-        while _SPARES:
-            _SPARES.popitem()[1].close()
+    """End this process's pre-warmed children (they also end at exit: prewarm.close)."""
+    from harness.evaluate.prewarm import POOL
+
+    POOL.close()
 
 
 def derive_seed(secret: int, *parts: Any) -> int:
@@ -637,12 +613,16 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
     timing_ok = on_gpu and opts.time
     # Wall seconds per phase in the verdict: where an evaluation's time goes, on any machine.
     phases: dict[str, float] = v.setdefault("phases_s", {})
-    last = [time.monotonic()]
+    # Of each phase, the seconds the child was working (the rest: the parent's reference, the
+    # transfer and the comparison of outputs, and waiting for a start).
+    busy: dict[str, float] = v.setdefault("child_busy_s", {})
+    last = [time.monotonic(), 0.0]
 
     def mark(name: str) -> None:
         now = time.monotonic()
         phases[name] = round(phases.get(name, 0.0) + now - last[0], 3)
-        last[0] = now
+        busy[name] = round(busy.get(name, 0.0) + child.busy_s - last[1], 3)
+        last[0], last[1] = now, child.busy_s
 
     try:
         try:
@@ -657,6 +637,9 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
             return False
         mark("spawn")
         v["child_startup_s"] = hello.get("startup_s")
+        from harness.evaluate.prewarm import describe
+
+        v["child_start"] = describe(child, hello)
         dev, _ = child.request({"op": "device"}, opts.import_timeout_s)
         mark("device")
         v["device"] = dev.get("name", v["device"])

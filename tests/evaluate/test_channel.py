@@ -93,3 +93,47 @@ def test_a_forged_length_costs_no_memory_before_its_bytes_arrive():
     tracemalloc.stop()
     os.close(r)
     assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB allocated for a frame that never came"
+
+
+def test_a_large_frame_hashed_in_chunks_still_refuses_one_changed_byte():
+    """From TREE_MIN bytes the MAC covers per-chunk digests hashed in parallel: a frame arrives
+    whole and exact, and the same frame with one byte of its last chunk changed is refused."""
+    import threading
+
+    from harness.evaluate.channel import CHUNK, TREE_MIN
+
+    x = torch.randint(-2**15, 2**15, ((TREE_MIN + 3 * CHUNK + 5) // 2,), dtype=torch.int16)
+    key = os.urandom(32)
+    frames = []
+    for tamper in (False, True):
+        tap_r, tap_w = os.pipe()
+        buf = bytearray()
+        reader = threading.Thread(target=lambda: [buf.extend(c) for c in iter(lambda: os.read(tap_r, 1 << 20), b"")])
+        reader.start()
+        Endpoint(tap_r, tap_w, key).send({"ok": True}, [x])
+        os.close(tap_w)
+        reader.join()
+        os.close(tap_r)
+        if tamper:
+            buf[-7] ^= 1
+        frames.append(bytes(buf))
+    for frame, ok in zip(frames, (True, False)):
+        r, w = os.pipe()
+        writer = threading.Thread(target=_write_all, args=(w, frame))
+        writer.start()
+        receiver = Endpoint(r, w, key)
+        if ok:
+            _, (y,) = receiver.recv()
+            assert torch.equal(y, x)
+        else:
+            with pytest.raises(Forged):
+                receiver.recv()
+        writer.join()
+        os.close(r)
+        os.close(w)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view[: 1 << 20]):]

@@ -79,27 +79,6 @@ def test_cli_exit_codes(tmp_path):
     assert unknown_shape.returncode == 2 and "no such shape" in unknown_shape.stderr
 
 
-def test_a_spare_child_serves_the_next_evaluation_and_is_retired_at_exit():
-    """With spare_child on, the next evaluation's process starts during this one (imports done,
-    no task yet); it serves that evaluation, a new spare replaces it, and close_spares ends it."""
-    from harness.evaluate import runner
-
-    task = load_task("softmax")
-    opts = EvalOptions(static=False, spare_child=True)
-    first = evaluate(task, task.baseline_path, options=opts)
-    assert first["accepted"], first["reasons"]
-    (spare,) = runner._SPARES.values()
-    assert spare.proc.poll() is None and not spare.assigned
-    second = evaluate(task, task.baseline_path, options=opts)
-    assert second["accepted"], second["reasons"]
-    assert spare.proc.poll() is not None, "the spare served the second evaluation and was closed with it"
-    assert second["child_startup_s"]["import_torch"] < 0.5  # torch was imported before the job came
-    (new_spare,) = runner._SPARES.values()
-    assert new_spare is not spare
-    runner.close_spares()
-    assert new_spare.proc.poll() is not None and not runner._SPARES
-
-
 def test_a_verdict_on_some_shapes_only_says_which_were_skipped(softmax_task):
     """eval --shapes is for debugging: the verdict names the shapes it did not run (the long one
     here) and can never recommend a keep."""
