@@ -90,6 +90,7 @@ def test_a_prewarmed_child_serves_one_candidate_and_is_never_reused(pool, tmp_pa
 SCRIPT = r'''
 import json, sys, time
 from harness.evaluate import EvalOptions, prewarm
+from harness.evaluate.sandbox import descendants
 n = prewarm.warm(False, EvalOptions(on_gpu=False))
 spares = prewarm.POOL.spares()
 time.sleep(1.0)  # bwrap has started the sandboxed Python by now
