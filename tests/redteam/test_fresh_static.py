@@ -89,3 +89,13 @@ def helper(a: Alias, b: typing.Literal[1, 2] = 1) -> None:
 def test_typing_evaluators_are_not_allowlisted():
     fired = errors(KERNEL + "\nimport typing\n_H = typing.get_type_hints\n")
     assert "allowed-names" in fired
+
+
+@pytest.mark.parametrize("line", [
+    # a storage's from_file, reached from a tensor value (no banned import or name on the way)
+    '_S = torch.empty(0).untyped_storage().from_file("/etc/hostname", False, 8)',
+    # a numpy array's dump pickles it to a path
+    '_A = torch.zeros(4).numpy()\n_A.dump("/tmp/x")',
+])
+def test_file_io_through_a_value_is_refused(line):
+    assert "no-io" in errors(KERNEL + "\n" + line + "\n")
