@@ -99,3 +99,35 @@ def test_typing_evaluators_are_not_allowlisted():
 ])
 def test_file_io_through_a_value_is_refused(line):
     assert "no-io" in errors(KERNEL + "\n" + line + "\n")
+
+
+def test_torch_math_in_a_kernel_hook_is_on_the_entry_path():
+    # The entry launches a staging copy; the softmax is computed by torch in the Config's pre_hook,
+    # host code Triton runs before every launch of the kernel.
+    src = '''
+import torch
+import triton
+import triton.language as tl
+
+
+def _hook(nargs):
+    y = nargs["y_ptr"]
+    y.copy_(nargs["x_ptr"].float().softmax(-1).to(y.dtype))
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 1024}, pre_hook=_hook)], key=["n"])
+@triton.jit
+def _stage(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+
+def softmax(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _stage[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel())
+    return y
+'''
+    assert "torch-compute" in errors(src)
+    assert "torch-compute" not in errors(src.replace('y.copy_(nargs["x_ptr"].float().softmax(-1).to(y.dtype))',
+                                                     'return None'))
