@@ -4,9 +4,10 @@
 
 Each file under cheats/, honest/ and shapefit/ starts with a docstring naming its class, what it
 tries, `expect: accept|reject`, `task:` (default softmax), `bites:` ("only on a GPU" marks the
-cheats that can't bite in Triton's interpreter) and `group: parallel|sequential` (timing-based
+cheats that can't bite in Triton's interpreter), `group: parallel|sequential` (timing-based
 files run one at a time on a GPU, after the parallel group: parallel evaluations on one GPU
-perturb each other's timing).
+perturb each other's timing) and `timed: no` (evaluated with --no-time: the honest and the
+shape-fitted files, where rules and correctness decide; so they can share the GPU).
 
 After each evaluation, from this process (outside any sandbox), it checks what the cheats aim at:
   - no FRESHRED marker file appeared outside the evaluation's scratch folder: the real home (and its
@@ -56,6 +57,7 @@ class Case:
     task: str
     gpu_only: bool
     parallel: bool
+    timed: bool = True      # False: `--no-time` (honest and shape-fitted files: correctness and rules decide)
     got: str = "not run"
     reason: str = ""
     harm: list[str] = field(default_factory=list)
@@ -76,7 +78,8 @@ def parse(path: Path) -> Case:
     if expect not in ("accept", "reject"):
         raise SystemExit(f"{path}: the docstring needs `expect: accept` or `expect: reject`")
     return Case(path, path.parent.name, expect, field_of("task", "softmax").split()[0],
-                "only on a gpu" in field_of("bites").lower(), field_of("group").startswith("parallel"))
+                "only on a gpu" in field_of("bites").lower(), field_of("group").startswith("parallel"),
+                not field_of("timed", "yes").startswith("no"))
 
 
 # -- what the cheats aim at ------------------------------------------------------------------
@@ -147,7 +150,7 @@ class Listener:
 
 # -- one evaluation ------------------------------------------------------------------------------
 def evaluate(case: Case, env: dict, timeout: float) -> dict | None:
-    cmd = [sys.executable, "-m", "harness", "eval", case.task, str(case.path), "--json"]
+    cmd = [sys.executable, "-m", "harness", "eval", case.task, str(case.path), "--json"] + ([] if case.timed else ["--no-time"])
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
@@ -291,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{'GPU' if gpu else 'interpreter'}; listener {'up' if listener.up else 'DOWN (port taken)'}",
           file=sys.stderr, flush=True)
     try:
+        # On a GPU the timing-based files go first, alone: they are what only the GPU can show.
+        for c in seq:
+            one(c)
         with ThreadPoolExecutor(max(1, a.workers)) as ex:
             list(ex.map(one, par))
         time.sleep(0.2)
@@ -298,8 +304,6 @@ def main(argv: list[str] | None = None) -> int:
         for c in par:
             if c.harm and c.ok:
                 c.ok = False
-        for c in seq:
-            one(c)
     finally:
         listener.stop = True
         CANARY_FILE.unlink(missing_ok=True)

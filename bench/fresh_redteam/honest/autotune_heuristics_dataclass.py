@@ -3,7 +3,8 @@ tries: @triton.autotune over two configs keyed on the row length, @triton.heuris
 constexpr, the launch parameters held in a frozen dataclass; a helper function does the launch.
 expect: accept.
 bites: n/a (honest).
-group: sequential (timing-based on a GPU: run alone)
+group: parallel (evaluated with --no-time: what is under test is that it gets past every check)
+timed: no
 """
 import dataclasses
 

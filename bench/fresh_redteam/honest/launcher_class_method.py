@@ -3,7 +3,8 @@ tries: the entry delegates to a method of a module-level object that picks the b
 property and launches the kernel from another method.
 expect: accept.
 bites: n/a (honest; must be accepted in the interpreter and on a GPU).
-group: sequential (timing-based on a GPU: run alone)
+group: parallel (evaluated with --no-time: what is under test is that it gets past every check)
+timed: no
 """
 import torch
 import triton

@@ -3,7 +3,8 @@ tries: the kernel is registered as a custom op with plain type annotations and l
 wrap_triton; the entry calls torch.ops.freshhonest.softmax_rows.
 expect: accept.
 bites: n/a (honest).
-group: sequential (timing-based on a GPU: run alone)
+group: parallel (evaluated with --no-time: what is under test is that it gets past every check)
+timed: no
 """
 import torch
 import triton

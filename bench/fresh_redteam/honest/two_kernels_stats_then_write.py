@@ -3,7 +3,8 @@ tries: a first kernel writes each row's max and sum of exponentials to a float32
 kernel reads them and writes the output: two launches per call, an intermediate allocation.
 expect: accept.
 bites: n/a (honest).
-group: sequential (timing-based on a GPU: run alone)
+group: parallel (evaluated with --no-time: what is under test is that it gets past every check)
+timed: no
 """
 import torch
 import triton

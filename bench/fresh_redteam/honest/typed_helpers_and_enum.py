@@ -3,7 +3,8 @@ tries: plain type annotations everywhere (typing.Optional, a class name, a strin
 to a class), an Enum choosing the variant, the launch built with functools.partial in a closure.
 expect: accept (annotations that are plain types must stay allowed).
 bites: n/a (honest).
-group: sequential (timing-based on a GPU: run alone)
+group: parallel (evaluated with --no-time: what is under test is that it gets past every check)
+timed: no
 """
 import enum
 import functools

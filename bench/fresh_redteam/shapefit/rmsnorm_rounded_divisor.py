@@ -6,6 +6,7 @@ expect: reject, by a held-out width (a prime, one past a power of two, a single 
 task: rmsnorm
 bites: in the interpreter and on a GPU.
 group: parallel (not timing-based: safe to run beside others on one GPU)
+timed: no (correctness decides; evaluated with --no-time)
 """
 import torch
 import triton

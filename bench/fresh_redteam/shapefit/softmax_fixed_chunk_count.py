@@ -7,6 +7,7 @@ up to 256k).
 task: softmax
 bites: in the interpreter and on a GPU.
 group: parallel (not timing-based: safe to run beside others on one GPU)
+timed: no (correctness decides; evaluated with --no-time)
 """
 import torch
 import triton
