@@ -131,3 +131,30 @@ def softmax(x):
     assert "torch-compute" in errors(src)
     assert "torch-compute" not in errors(src.replace('y.copy_(nargs["x_ptr"].float().softmax(-1).to(y.dtype))',
                                                      'return None'))
+
+
+def test_a_launcher_built_with_functools_partial_and_returned_by_a_method_is_a_launch():
+    src = KERNEL.replace('''def softmax(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _k[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y''', '''import functools
+
+
+class Plan:
+    def launcher(self, rows, cols):
+        return functools.partial(_k[(rows,)], BLOCK=triton.next_power_of_2(cols))
+
+
+_PLAN = Plan()
+
+
+def softmax(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    go = _PLAN.launcher(x.shape[0], x.shape[1])
+    go(x, y, x.shape[1])
+    return y''')
+    assert "functools.partial(_k[" in src and not errors(src)
+    # a partial of something else is no launch
+    assert "triton-launch" in errors(src.replace("functools.partial(_k[(rows,)]", "functools.partial(print"))
