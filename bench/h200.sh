@@ -15,6 +15,9 @@
 #   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
 #              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
 #              $HELDOUT_ONLY=a,b for some, $HELDOUT_WORKERS at a time)
+#   freshred   the outside red-team set (bench/fresh_redteam/run.py: cheats, honest, shape-fitted; harm checked
+#              from outside), $FRESHRED_WORKERS (12) at a time for the parallel group, timing-based ones alone,
+#              time-boxed by $FRESHRED_TIMEOUT (300 s); $FRESHRED_ONLY=substr for some
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py; $TIMING_FLAGS passed on)
 #   aa         per-task A/A: each of $AA_TASKS's incumbent against itself over all its GPU shapes ($AA_TRIALS)
 #   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
@@ -159,6 +162,11 @@ EOF
     heldout) L=$(limit ${HELDOUT_TIMEOUT:-240}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/heldout.py" --workers "${HELDOUT_WORKERS:-3}" --timeout 200 \
           ${HELDOUT_ONLY:+--only "$HELDOUT_ONLY"} --json "$OUT/heldout.json" 2>&1 | tee "$OUT/heldout.txt" | tail -25 ;;
+    freshred) L=$(limit ${FRESHRED_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
+      # run.py stops starting evaluations 60 s before the box closes, so the table is always printed
+      timeout "$L" python3 "$REPO/bench/fresh_redteam/run.py" --workers "${FRESHRED_WORKERS:-12}" --timeout $(( L - 60 )) \
+          --eval-timeout 150 ${FRESHRED_ONLY:+--only "$FRESHRED_ONLY"} --json "$OUT/freshred.json" 2>&1 \
+          | tee "$OUT/freshred.txt" | tail -45 ;;
     timing) L=$(limit ${TIMING_TIMEOUT:-150}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials "${TIMING_DETECT:-12}" --calib-samples 120 ${TIMING_FLAGS:-} --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     aa)  # per-task A/A: the incumbent against itself round-robin over every GPU shape of each $AA_TASKS

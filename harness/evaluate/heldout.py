@@ -167,7 +167,7 @@ def draw_shapes(task: Task, ref_mod: ModuleType, on_gpu: bool, secret: int) -> l
 
 def hard_case_shapes(task: Task, ref_mod: ModuleType, shapes: list[Shape], on_gpu: bool) -> list[tuple[str, Shape]]:
     """(case, shape) pairs: on the GPU every case on every shape run (shrunk to fit), in the
-    interpreter each case on one shape, in turn (the interpreter is slow)."""
+    interpreter each case on one shape, in turn (the interpreter is slow), and on the widest."""
     cases = list(hard_cases(ref_mod) or {})
     if not cases or not shapes:
         return []
@@ -185,7 +185,12 @@ def hard_case_shapes(task: Task, ref_mod: ModuleType, shapes: list[Shape], on_gp
             if d in dims and any(isinstance(x, str) for x in b):
                 dims[d] = min(max(dims[d], _resolve(b, dims)[0]), _resolve(b, dims)[1])
         small.append(Shape(s.name, dims))
-    return [(c, small[i % len(small)]) for i, c in enumerate(cases)]
+    pairs = [(c, small[i % len(small)]) for i, c in enumerate(cases)]
+    # And every case on the widest shape: a case whose failure depends on where in a row the odd
+    # value sits (one huge value past a sampled max) never bites on a row narrower than the sample.
+    main = _main_dim(task, ranges)
+    widest = max(small, key=lambda s: s.dims.get(main, 0) if isinstance(s.dims.get(main), int) else 0)
+    return pairs + [(c, widest) for c in cases if (c, widest) not in pairs]
 
 
 # -- checking them --------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ instead:
                    would hand over every attribute of it); `torch.ops.<ns>` only for a namespace the
                    candidate registers itself (torch.library.triton_op, a compiled extension); and
                    builtins are allowed by name (no exec, eval, compile, __import__, globals, vars,
-                   open, type, id, delattr, ...).
+                   open, type, id, delattr, ...). Every annotation is a plain type expression (names,
+                   subscripts, `|`, None; strings and module-level names in it likewise): typing's
+                   get_type_hints and torch.library's schema inference eval() annotations.
   no-dunder        no double-underscore names at all (`__name__`, `__dict__`, `__class__`, getattr
                    with a literal dunder, a concatenated one included), except defining `__init__`,
                    `__call__`, `__post_init__`, `__repr__` in a class and calling `super().__init__`.
@@ -25,6 +27,7 @@ and are not judged here (torch on the entry path is: dsl.py's torch-compute).
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import importlib
 import re
@@ -44,8 +47,18 @@ _DTYPES = (
     "float16 half bfloat16 float32 float float64 double int8 int16 short int32 int int64 long uint8 uint16 "
     "uint32 uint64 bool float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz float8_e8m0fnu "
     "float4_e2m1fn_x2").split()
+# typing by name, not `typing.*`: get_type_hints and ForwardRef eval() strings (an annotation
+# "ex" "ec(...)" was hidden code that passed every check).
+_TYPING = (
+    "Any Optional Union Callable Tuple List Dict Set FrozenSet Sequence MutableSequence Mapping MutableMapping "
+    "Iterable Iterator Generator Type Literal Final ClassVar TypeVar Generic Protocol NamedTuple TypedDict "
+    "Annotated TypeAlias Self NoReturn Never TYPE_CHECKING cast overload final runtime_checkable get_args "
+    "get_origin SupportsInt SupportsFloat SupportsIndex Hashable Sized Collection Container").split()
 BASE_NAMES = frozenset(
-    {"__future__.annotations", "math.*", "itertools.*", "typing.*", "dataclasses.*", "enum.*"}
+    {"__future__.annotations", "math.*", "itertools.*", "enum.*"}
+    | {f"dataclasses.{n}" for n in ("dataclass", "field", "fields", "asdict", "astuple", "replace", "is_dataclass",
+                                    "make_dataclass", "InitVar", "KW_ONLY", "MISSING", "Field", "FrozenInstanceError")}
+    | {f"typing.{n}" for n in _TYPING}
     | {f"functools.{n}" for n in ("partial", "lru_cache", "cache", "reduce", "cached_property", "total_ordering",
                                   "cmp_to_key")}
     | {f"torch.{d}" for d in _DTYPES}
@@ -74,7 +87,8 @@ _DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})
 
 ALLOW_CHECKS = {
     "allowed-imports": "every import names a module or name on the allowlist (base + the rules packs' [allow])",
-    "allowed-names": "every name reached from an import is on the allowlist; modules are never values; builtins by name",
+    "allowed-names": "every name reached from an import is on the allowlist; modules are never values; builtins by name; "
+                     "annotations are plain types",
     "no-dunder": "no double-underscore names (but defining __init__/__call__/__post_init__/__repr__), no __main__ block",
 }
 
@@ -280,6 +294,7 @@ def check_names(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
                 if why:
                     out.append(_Hit(n, why))
                     break
+    out += check_annotations(m)
     # builtins: allowed by name; any other builtin that isn't rebound by the module is a violation
     bad = sorted(_BUILTIN_NAMES - SAFE_BUILTINS, key=len, reverse=True)
     brx = _bad_builtins_re(tuple(bad))
@@ -291,6 +306,67 @@ def check_names(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
             continue  # an attribute name, a parameter, or a name the module binds itself
         seen.add(n.id)
         out.append(_Hit(n, f"builtin `{text(n)}` is not on the allowlist"))
+    return out
+
+
+# What a type annotation may be made of. typing.get_type_hints and torch.library's schema inference
+# (triton_op) eval() string annotations in the module's globals, so a string annotation, or a name
+# bound to a string, is code that runs. An annotation is allowed when it is a plain type expression
+# (names, dotted names, subscripts, `|`, None, ...), and so is any string in it, any module-level
+# name it uses (followed to what it is bound to) - an allowlist of forms, not a list of payloads.
+_TYPE_AST = (ast.Expression, ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Load, ast.Constant,
+             ast.BitOr)
+
+
+def _plain_type(src: str, m: ModuleModel, depth: int = 0) -> str | None:
+    """Why the annotation text `src` is not a plain type expression, or None."""
+    if depth > 4:
+        return "nested too deeply"
+    try:
+        tree = ast.parse(src.strip(), mode="eval")
+    except SyntaxError:
+        return "not an expression"
+    for n in ast.walk(tree):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr):
+            continue
+        if not isinstance(n, _TYPE_AST):
+            return f"`{type(n).__name__.lower()}` is not part of a type"
+        if isinstance(n, ast.Name) and n.id.startswith("__") or isinstance(n, ast.Attribute) and n.attr.startswith("__"):
+            return "double-underscore name"
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            why = _plain_type(n.value, m, depth + 1)
+            if why:
+                return f"string {n.value[:40]!r}: {why}"
+        elif isinstance(n, ast.Constant) and not (n.value is None or n.value is Ellipsis or isinstance(n.value, (int, bool))):
+            return f"constant {n.value!r}"
+        if isinstance(n, ast.Name) and n.id in m.values and n.id not in m.classes:
+            # a module-level `NAME = <expr>`: what it is bound to is what gets evaluated
+            for fn in m.values[n.id]:
+                right = fn.node.child_by_field_name("right")
+                why = _plain_type(text(right), m, depth + 1) if right is not None else "unbound"
+                if why:
+                    return f"`{n.id}` is bound to something that is not a type ({why})"
+    return None
+
+
+def check_annotations(m: ModuleModel) -> list[_Hit]:
+    out: list[_Hit] = []
+    for n in _type_nodes(m.root):
+        why = _plain_type(text(n), m)
+        if why:
+            out.append(_Hit(n, f"annotation `{text(n)[:60]}` is not a plain type ({why}); typing and "
+                               "torch.library evaluate annotations as code"))
+    return out
+
+
+def _type_nodes(root: Node) -> list[Node]:
+    out, todo = [], [root]
+    while todo:
+        n = todo.pop()
+        if n.type == "type":
+            out.append(n)
+            continue
+        todo.extend(n.children)
     return out
 
 

@@ -197,7 +197,17 @@ class DslModel:
         return self.m.functions.get(self.entry_name, [])
 
     def entry_path(self) -> list[Function]:
-        return self.m.reachable(self.entry_functions(), stop=lambda f: f.node.id in self.device_fns)
+        stop = lambda f: f.node.id in self.device_fns  # noqa: E731
+        path = self.m.reachable(self.entry_functions(), stop=stop)
+        # A kernel's decorators name host code that runs at its launches (a Config's pre_hook, an
+        # autotune hook): the functions they name are on the path too (a pre_hook that computed the
+        # softmax with torch beside a staging-copy kernel passed as off the path). The decorator
+        # expressions themselves are scanned with their kernel (Function.scanned).
+        hooks = [Function(f"{f.name}@decorator", d, []) for f in path if stop(f) for d in f.decorators]
+        if hooks:
+            seen = {f.node.id for f in path} | {h.node.id for h in hooks}
+            path += [f for f in self.m.reachable(hooks, stop=stop) if f.node.id not in seen]
+        return path
 
     def host_path(self) -> list[Function]:
         """Entry path without DSL device/jit functions (where torch rules apply)."""
@@ -318,6 +328,16 @@ class DslModel:
                 return self._is_kernel_ref(fn.child_by_field_name("value"))
             if fn.type == "attribute" and text(fn.child_by_field_name("attribute")) == "run":
                 return self._is_kernel_ref(fn.child_by_field_name("object"))
+            if "functools.partial" in self.m.qualnames(fn):
+                # functools.partial(kernel[grid], ...): a launcher handed on (returned by a method, called
+                # later); whether it really runs is the runtime proof's business (dsl-kernel-runs).
+                args = call.child_by_field_name("arguments")
+                first = next((a for a in (args.named_children if args is not None else []) if a.type != "comment"), None)
+                if first is not None and first.type == "subscript":
+                    return self._is_kernel_ref(first.child_by_field_name("value"))
+                if first is not None and first.type == "attribute" and text(first.child_by_field_name("attribute")) == "run":
+                    return self._is_kernel_ref(first.child_by_field_name("object"))
+                return False
             return fn.type == "identifier" and text(fn) in self._launchers
         if self.dsl == "cute":
             if fn.type == "identifier" and any(f.name == text(fn) for f in self.cute_jits):

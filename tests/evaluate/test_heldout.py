@@ -74,15 +74,19 @@ def test_dsv4_draws_come_from_serving_decode_ranges_and_fit_the_byte_cap():
     assert all(shape_bytes(ref, t, s.dims) <= t.heldout.max_bytes or s.dims["batch"] == 1 for s in shapes)
 
 
-def test_hard_cases_run_on_every_listed_shape_on_the_gpu_and_one_each_in_the_interpreter():
+def test_hard_cases_run_on_every_listed_shape_on_the_gpu_and_one_each_plus_the_widest_in_the_interpreter():
     t = load_task("softmax")
     ref = t.load_reference()
     gpu = hard_case_shapes(t, ref, t.shapes, True)
     assert len(gpu) == len(hard_cases(ref)) * len(t.shapes)
     assert {s.dims["cols"] for _, s in gpu} == {s.dims["cols"] for s in t.shapes}  # the bucket dim is kept
     interp = hard_case_shapes(t, ref, t.interpreter_shapes, False)
-    assert [c for c, _ in interp] == list(hard_cases(ref)) and all(s.dims["rows"] <= 2 for _, s in interp)
-    # rmsnorm too: the dim the held-out lengths vary (its buckets' cols) is kept as listed
+    cases = list(hard_cases(ref))
+    assert [c for c, _ in interp[:len(cases)]] == cases and all(s.dims["rows"] <= 2 for _, s in interp)
+    # ...and every case on the widest row too (a sampled max passes on rows narrower than its sample)
+    widest = max(s.dims["cols"] for s in t.interpreter_shapes)
+    assert {c for c, s in interp if s.dims["cols"] == widest} == set(cases)
+    # without buckets, the dim the held-out lengths vary (the first range) is kept as listed too
     rms = load_task("rmsnorm")
     for on_gpu, listed in ((True, rms.shapes), (False, rms.interpreter_shapes)):
         pairs = hard_case_shapes(rms, rms.load_reference(), listed, on_gpu)
