@@ -157,7 +157,7 @@ EOF
     redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/bench/sandbox_cost.py" --spawns "${SANDBOX_SPAWNS:-2}" ${SANDBOX_SHAPES:+--shapes "$SANDBOX_SHAPES"} --json "$OUT/sandbox_cost.json" \
+      timeout "$L" python3 "$REPO/bench/sandbox_cost.py" --spawns "${SANDBOX_SPAWNS:-2}" ${SANDBOX_FLAGS:-} ${SANDBOX_SHAPES:+--shapes "$SANDBOX_SHAPES"} --json "$OUT/sandbox_cost.json" \
           2>&1 | tee "$OUT/sandbox_cost.txt" | tail -20 ;;
     heldout) L=$(limit ${HELDOUT_TIMEOUT:-240}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/heldout.py" --workers "${HELDOUT_WORKERS:-3}" --timeout 200 \
