@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from harness.tasks import Shape, Task, compare, hard_cases
 
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.evaluate.process import ChildProcess, EvalOptions, _Run
 
 HARD_MAX_BYTES_GPU = 16 * 2**20   # a hard case's inputs on the GPU (a listed shape, shrunk): outputs cross a pipe
 
@@ -118,7 +118,7 @@ def _pick(rng: random.Random, kind: str, lo: int, hi: int) -> tuple[int, str]:
 def draw_shapes(task: Task, ref_mod: ModuleType, on_gpu: bool, secret: int) -> list[tuple[Shape, str]]:
     """This evaluation's held-out shapes, each with why it was drawn (see the module docstring).
     Deterministic in `secret`, so a verdict's shapes can be drawn again."""
-    from harness.evaluate.runner import derive_seed
+    from harness.evaluate.process import derive_seed
 
     spec = task.heldout
     if spec is None:
@@ -199,7 +199,7 @@ def check(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: Modu
     """Run the held-out shapes and the hard cases in the candidate's child; True when all pass.
     Fills v["heldout"] and v["hard_cases"]; failures go into run.reasons (stage correctness)."""
     from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes
-    from harness.evaluate.runner import ChildFailed, derive_seed
+    from harness.evaluate.process import ChildFailed, derive_seed
 
     t0 = time.monotonic()
     heldout = v.setdefault("heldout", [])

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from harness.evaluate import verdict as vd
 
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.evaluate.process import ChildProcess, EvalOptions, _Run
     from harness.tasks import Shape, Task
 
 TARGET_BATCH_US = 2000.0      # a batch long enough that the round trip's jitter is ~1% of it

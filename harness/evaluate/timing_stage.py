@@ -24,7 +24,7 @@ from harness.evaluate.correctness import input_bytes, n_buffers
 from harness.tasks import Shape, Task
 
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.evaluate.process import ChildProcess, EvalOptions, _Run
 
 FLOOR_BW_MARGIN = 1.10      # nothing moves bytes faster than 1.1x the measured device copy rate
 SLOWED_MIN_PCT = 10.0       # incumbent-slowed fires above max(this, 3x the noise band)
@@ -118,7 +118,7 @@ def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod:
     """Parent-clock timing (harness/evaluate/parent_clock.py): the candidate's child from the
     correctness stage against an incumbent child the candidate never shared. False when there
     was no timing (the incumbent itself is broken: not the candidate's fault, said in a note)."""
-    from harness.evaluate.runner import ChildFailed, derive_seed
+    from harness.evaluate.process import ChildFailed, derive_seed
 
     try:
         _time_shapes(run, child, task, ref_mod, shapes, dev, opts, incumbent,
@@ -162,7 +162,7 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
     import torch
 
     from harness.evaluate import parent_clock
-    from harness.evaluate.runner import ChildFailed, ChildProcess
+    from harness.evaluate.process import ChildFailed, ChildProcess
 
     inc_child = ChildProcess.for_task(task, True, opts)
     try:
@@ -203,7 +203,7 @@ def _remeasure(run: "_Run", v: dict, task: Task, ref_mod: ModuleType, shapes: li
                opts: "EvalOptions", secret: int, candidate: Any, incumbent: Any) -> None:
     """A big win counts only if two fresh processes, fresh seeds and fresh inputs show it again,
     timed the same way (the parent's clock, the incumbent in a process of its own)."""
-    from harness.evaluate.runner import ChildFailed, ChildProcess, derive_seed
+    from harness.evaluate.process import ChildFailed, ChildProcess, derive_seed
 
     first = v["geomean_speedup"]
     child = ChildProcess.for_task(task, True, opts)
