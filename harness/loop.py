@@ -6,7 +6,6 @@ and a decision is on disk before the workspace acts on it, so a kill at any poin
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, Callable, Protocol
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext,
                                  ReasoningChunk, UsageReport)
+from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
 from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
 from harness.session import Session
 from harness.tasks import Task
@@ -75,12 +75,6 @@ def summarize_verdict(verdict: dict) -> str:
     if not verdict.get("timing_available", True):
         parts.append("timing unavailable on this machine (Triton interpreter)")
     return "; ".join(parts)
-
-
-def code_key(source: str) -> str:
-    """Identity of a candidate's code, blind to trailing whitespace (editors and models add it)."""
-    text = "\n".join(line.rstrip() for line in source.splitlines()).strip()
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Loop:

@@ -46,8 +46,6 @@ def _best_lines(records: list[dict]) -> list[str]:
 
 def summary_lines(session, ended=None) -> list[str]:
     """The block, as lines. `ended` is the run's SessionEnded event (None when interrupted)."""
-    from harness.commands.run import resume_command
-
     records = session.journal.read()
     rows = results_rows(records)
     counts = Counter(r["outcome"] for r in rows)
@@ -64,3 +62,9 @@ def summary_lines(session, ended=None) -> list[str]:
               f"  report:           warpsmith report {session.id} -o report.html",
               f"  resume:           {resume_command(session.id, True, more)}"]
     return lines
+
+
+def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:
+    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py)."""
+    return (f"warpsmith sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
+            + (" --headless" if headless else ""))

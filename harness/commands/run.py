@@ -169,6 +169,8 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     except KeyboardInterrupt:
         # Everything decided so far is in the journal (fsync'd per event); an undecided candidate
         # is asked about again on resume. Say how, on the line a person reads last.
+        from harness.summary import resume_command
+
         print_summary(session, None)
         print(f"\ninterrupted; resume: {resume_command(session.id)}", file=sys.stderr)
         return 130
@@ -180,12 +182,6 @@ def print_summary(session, ended) -> None:
     from harness.summary import summary_lines
 
     print("\n" + "\n".join(summary_lines(session, ended)), flush=True)
-
-
-def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:
-    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py)."""
-    return (f"warpsmith sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
-            + (" --headless" if headless else ""))
 
 
 def open_tui(task, cfg, session_id: str | None) -> int:

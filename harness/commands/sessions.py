@@ -134,7 +134,7 @@ def cmd_resume(args) -> int:
         return 2
     done = iterations_already_run(s, cfg.iterations)
     if done is not None:
-        from harness.commands.run import resume_command
+        from harness.summary import resume_command
 
         ran = f"its {done} iterations" if args.iterations is None else \
             f"{done} iterations (--iterations is the new total, not a number more)"
