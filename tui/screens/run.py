@@ -28,7 +28,7 @@ from tui.widgets.reasoning import ReasoningPane
 from tui.widgets.status import StatusBar
 
 if TYPE_CHECKING:
-    from tui.app import WarpsmithApp
+    from tui.host import RunHost
 
 NARROW_BELOW = 120  # columns: three readable panes need about 40 each
 DECIDING_SIDE = 42  # columns left of the diff while deciding (reasoning above the bench)
@@ -101,7 +101,7 @@ class RunScreen(Screen[None]):
         self.narrow: bool | None = None
 
     @property
-    def wapp(self) -> "WarpsmithApp":
+    def wapp(self) -> "RunHost":
         return self.app  # type: ignore[return-value]
 
     # -- layout -------------------------------------------------------------------------------
