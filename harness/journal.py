@@ -56,29 +56,22 @@ def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """One row per decided iteration: what the person (or policy) did with each candidate, and
     its outcome in the session's tally (harness.evaluate.verdict.tally_outcome)."""
     from harness.evaluate.verdict import tally_outcome
+    from harness.history import SessionHistory
 
-    proposals: dict[int, dict] = {}
-    verdicts: dict[int, dict] = {}
     rows = []
-    for r in records:
-        kind, it = r.get("kind"), r.get("iteration")
-        if kind == "CandidateProposed":
-            proposals[it] = r
-        elif kind == "EvalResult":
-            verdicts[it] = r.get("verdict", {})
-        elif kind == "Decision":
-            p, v = proposals.get(it, {}), verdicts.get(it, {})
-            g = v.get("geomean_speedup")
-            verdict = "accepted" if v.get("accepted") else f"rejected:{v.get('stage', '?')}"
-            rows.append({
-                "iteration": str(it),
-                "commit": (r.get("commit") or p.get("commit", ""))[:12],
-                "verdict": verdict,
-                "geomean_speedup": f"{g:.4f}" if isinstance(g, (int, float)) else "n/a",
-                "decision": r["action"] + (" (override)" if r.get("override") else ""),
-                "description": " ".join(p.get("description", "").split())[:120],
-                "outcome": tally_outcome(v, r["action"]),
-            })
+    for s in SessionHistory.fold(records).decided:
+        r, p, v = s.decision, s.proposal or {}, s.verdict or {}
+        g = v.get("geomean_speedup")
+        verdict = "accepted" if v.get("accepted") else f"rejected:{v.get('stage', '?')}"
+        rows.append({
+            "iteration": str(s.iteration),
+            "commit": (r.get("commit") or p.get("commit", ""))[:12],
+            "verdict": verdict,
+            "geomean_speedup": f"{g:.4f}" if isinstance(g, (int, float)) else "n/a",
+            "decision": r["action"] + (" (override)" if r.get("override") else ""),
+            "description": " ".join(p.get("description", "").split())[:120],
+            "outcome": tally_outcome(v, r["action"]),
+        })
     return rows
 
 

@@ -16,6 +16,7 @@ from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, Pr
                                  ReasoningChunk, UsageReport)
 from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
 from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
+from harness.history import SessionHistory
 from harness.session import Session
 from harness.tasks import Task
 from harness.workspace import unified_diff
@@ -130,29 +131,18 @@ class Loop:
     # -- resume -------------------------------------------------------------------------------
     def _restore(self) -> None:
         """Rebuild history and any undecided candidate from the journal."""
-        proposals, verdicts, metas, decided = {}, {}, {}, set()
-        last_keep: dict | None = None
-        for r in self.session.journal.read():
-            kind, it = r.get("kind"), r.get("iteration")
-            if kind == "IterationStarted":
-                self.iteration = max(self.iteration, it)
-            elif kind == "CandidateProposed":
-                proposals[it] = r
-                self.remember(it, r.get("source", ""), r.get("incumbent", ""))
-            elif kind == "ProposalMeta":
-                metas[it] = r.get("meta") or {}
-            elif kind == "EvalResult":
-                verdicts[it] = r["verdict"]
-            elif kind == "Decision":
-                decided.add(it)
-                if r["action"] == "keep":
-                    last_keep = r
-                p, v = proposals.get(it, {}), verdicts.get(it, {})
-                outcome = outcome_of(v)
-                if outcome == "accepted":
-                    outcome = "kept" if r["action"] == "keep" else "reverted"
-                self.history.append(Attempt(it, p.get("description", ""), outcome, summarize_verdict(v),
-                                            r.get("reason", ""), metas.get(it, {}), v.get("shapes") or []))
+        h = SessionHistory.of(self.session)
+        self.iteration = max(self.iteration, h.started)
+        for r in h.proposals:
+            self.remember(r.get("iteration"), r.get("source", ""), r.get("incumbent", ""))
+        for st in h.decided:
+            r, p, v = st.decision, st.proposal or {}, st.verdict or {}
+            outcome = outcome_of(v)
+            if outcome == "accepted":
+                outcome = "kept" if r["action"] == "keep" else "reverted"
+            self.history.append(Attempt(st.iteration, p.get("description", ""), outcome, summarize_verdict(v),
+                                        r.get("reason", ""), st.meta, v.get("shapes") or []))
+        last_keep = h.last_keep
         # A kill between journalling a keep and moving the ref: finish the keep now.
         ws = self.session.workspace
         from harness.dispatch import restore_bucket_refs
@@ -161,8 +151,8 @@ class Loop:
             ws.keep(last_keep["commit"], last_keep["iteration"])
         # Every candidate proposed but not decided before the stop, in order (ParallelLoop resumes
         # them all; this loop, which has at most one in flight, resumes the last).
-        self.undecided = [{"iteration": it, "proposal": proposals[it], "meta": metas.get(it, {}),
-                           "verdict": verdicts.get(it)} for it in sorted(set(proposals) - decided)]
+        self.undecided = [{"iteration": st.iteration, "proposal": st.proposal, "meta": st.meta,
+                           "verdict": st.verdict} for st in h.undecided()]
 
     # -- code already measured ----------------------------------------------------------------
     def twin_of(self, source: str, incumbent_commit: str, incumbent_source: str) -> str | None:

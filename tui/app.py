@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from harness import events as ev
+from harness.history import SessionHistory
 from harness.loop import Decider, DecisionReply, DecisionRequest, Loop
 from harness.session import Session, SessionError
 from harness.tasks import Task
@@ -72,13 +73,7 @@ class LoopFinished(Message):
 def journal_events(session: Session) -> tuple[list[ev.Event], str | None]:
     """The journal's records that are events (others, like PromptPacks, are skipped) and the
     incumbent source of the last candidate, for its diff."""
-    out: list[ev.Event] = []
-    for r in session.journal.read():
-        if r.get("kind") in ev.EVENT_TYPES:
-            try:
-                out.append(ev.from_dict(r))
-            except TypeError:  # a record from another version of the harness: skip, don't crash
-                continue
+    out: list[ev.Event] = SessionHistory.of(session).events()
     last = next((e for e in reversed(out) if isinstance(e, ev.CandidateProposed)), None)
     old = None
     if last is not None and last.incumbent:

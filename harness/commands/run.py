@@ -143,13 +143,12 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     printer = Printer(show_reasoning=not cfg.quiet)
     if resumed:  # an undecided candidate is asked about again: its diff and verdict are in the journal
         from harness import events as ev
+        from harness.history import SessionHistory
 
-        for r in session.journal.read():
-            if r.get("kind") in ("CandidateProposed", "EvalResult"):
-                try:
-                    printer.remember(ev.from_dict(r))
-                except TypeError:  # a record from an older warpsmith: its diff just isn't shown again
-                    pass
+        # (a record from an older warpsmith that isn't an event any more: its diff just isn't shown again)
+        for e in SessionHistory.of(session).events():
+            if isinstance(e, (ev.CandidateProposed, ev.EvalResult)):
+                printer.remember(e)
     if not cfg.auto and not sys.stdin.isatty():
         # Answers then come from a pipe or nothing at all; at its end each prompt takes its default.
         print("warpsmith: stdin is not a terminal: keep/revert answers are read from it, and once it ends "
