@@ -272,7 +272,7 @@ class Loop:
         ws = self.session.workspace
         if verdict is None:
             cand_path = ws.write_candidate_file(commit, self.session.work / f"candidate_{it:04d}.py")
-            inc_path = ws.write_candidate_file(ws.best, self.session.work / "incumbent.py")
+            inc_path = ws.write_candidate_file(ws.best, self.session.work / f"incumbent_{it:04d}.py")
             self.emit(ev.EvalStarted(it, call_timeout_s=self.call_timeout_s))
             verdict = self.evaluate(self.task, cand_path, inc_path)
             self.emit(ev.StaticResult(it, not verdict.get("violations"), verdict.get("violations", [])))

@@ -1,6 +1,8 @@
 """Builds a Loop from options: agent, evaluator backend, packs and prompt, decider, printer.
 
-Shared by the headless CLI and the TUI so that both run exactly the same loop.
+The one assembly path: the headless CLI (harness/commands/run.py) and the TUI (tui/app.py) each bring
+only their decider and their event sink to `build_loop`, so every option means the same in both
+(tests/spine/test_assembly.py runs the option matrix through both).
 """
 from __future__ import annotations
 
@@ -163,6 +165,17 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
     return catalog, sel, notes
 
 
+def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session) -> Decider:
+    """The front end's decider (a person at the TUI or stdin, or --auto) with what the options add
+    around it, the same for every front end: --keep-buckets auto keeps a candidate that loses overall
+    for the buckets where it wins."""
+    if cfg.keep_buckets == "auto":
+        from harness.dispatch import KeepBucketsDecider
+
+        decider = KeepBucketsDecider(decider, task, session=session)
+    return decider
+
+
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
     from harness.packs import PackError, PackWatcher, Selection
@@ -170,6 +183,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
 
     agent = make_agent(cfg.agent, session, cfg)
     catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
+    decider = wrap_decider(decider, task, cfg, session)
     if cfg.eval_backend != "local" or cfg.proposals > 1:
         # Several candidates in flight, evaluated on a pool of GPUs or a Ray cluster.
         from harness.evaluate.backends import make_evaluator

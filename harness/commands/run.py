@@ -136,9 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_headless(session, task, cfg, resumed: bool = False) -> int:
-    from harness.headless import Printer, StdinDecider
-    from harness.loop import AutoDecider
-    from harness.wiring import build_loop
+    from harness.headless import Printer
 
     printer = Printer(show_reasoning=not cfg.quiet)
     if resumed:  # an undecided candidate is asked about again: its diff and verdict are in the journal
@@ -153,14 +151,9 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
         # Answers then come from a pipe or nothing at all; at its end each prompt takes its default.
         print("warpsmith: stdin is not a terminal: keep/revert answers are read from it, and once it ends "
               "every candidate gets the default answer; pass --auto for an unattended run", file=sys.stderr)
-    repo = getattr(getattr(session, "workspace", None), "root", None)  # for the full-diff command
-    decider = AutoDecider() if cfg.auto else StdinDecider(task=task, proposals=printer.proposals, repo=repo)
-    if cfg.keep_buckets == "auto":
-        from harness.dispatch import KeepBucketsDecider
-        decider = KeepBucketsDecider(decider, task, session=session)
     try:
         try:
-            loop = build_loop(session, task, cfg, decider, printer, resumed=resumed)
+            loop = headless_loop(session, task, cfg, printer, resumed)
         except ValueError as e:
             print(f"warpsmith: {e}", file=sys.stderr)
             return 2
@@ -175,6 +168,18 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
         return 130
     print_summary(session, printer.ended)
     return 0
+
+
+def headless_loop(session, task, cfg, printer, resumed: bool = False):
+    """The headless front end's loop: its decider (stdin, or --auto) and its printer, given to the
+    one assembly path (harness.wiring.build_loop) the TUI uses too."""
+    from harness.headless import StdinDecider
+    from harness.loop import AutoDecider
+    from harness.wiring import build_loop
+
+    repo = getattr(getattr(session, "workspace", None), "root", None)  # for the full-diff command
+    decider = AutoDecider() if cfg.auto else StdinDecider(task=task, proposals=printer.proposals, repo=repo)
+    return build_loop(session, task, cfg, decider, printer, resumed=resumed)
 
 
 def print_summary(session, ended) -> None:
