@@ -15,6 +15,7 @@ from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext,
                                  ReasoningChunk, UsageReport)
 from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
+from harness.evaluate.records import Recommendation
 from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
 from harness.history import SessionHistory
 from harness.session import Session
@@ -54,7 +55,8 @@ class AutoDecider:
     def decide(self, request: DecisionRequest) -> DecisionReply:
         # A recommendation may name buckets to keep the candidate for (a geomean win that slows a
         # protected shape: harness.evaluate.keep_policy); following it keeps it for those only.
-        buckets = list((request.verdict.get("recommendation") or {}).get("buckets") or [])
+        rec = Recommendation.of(request.verdict)
+        buckets = rec.buckets if rec is not None else []
         return DecisionReply(request.action, by="auto", buckets=buckets if request.can_keep else [],
                              reason=f"kept for buckets {', '.join(buckets)} only, as recommended" if buckets else "")
 
@@ -277,10 +279,9 @@ class Loop:
             verdict = self.evaluate(self.task, cand_path, inc_path)
             self.emit(ev.StaticResult(it, not verdict.get("violations"), verdict.get("violations", [])))
             self.emit(ev.EvalResult(it, verdict))
-        rec = verdict.get("recommendation") or {"action": "revert", "reason": "no recommendation", "can_keep": False}
-        self.emit(ev.Recommendation(it, rec["action"], rec["reason"], bool(rec.get("can_keep"))))
-        request = DecisionRequest(it, commit, description, verdict, rec["action"], rec["reason"],
-                                  bool(rec.get("can_keep")))
+        rec = Recommendation.of(verdict) or Recommendation("revert", "no recommendation", False)
+        self.emit(ev.Recommendation(it, rec.action, rec.reason, bool(rec.can_keep)))
+        request = DecisionRequest(it, commit, description, verdict, rec.action, rec.reason, bool(rec.can_keep))
         if request.can_keep:
             self.emit(ev.DecisionNeeded(it))
             reply = self.decider.decide(request)

@@ -24,6 +24,7 @@ from typing import Any, Callable
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Proposal, ProposalContext)
 from harness.evaluate.backends import EvalJob, WorkerSet, evaluate_fn, options_dict
+from harness.evaluate.records import Recommendation
 from harness.loop import Decider, Loop, code_key
 from harness.session import Session
 from harness.tasks import Task
@@ -128,9 +129,9 @@ class ParallelLoop(Loop):
             self.history.append(Attempt(it, "(no candidate)", "no-candidate"))
             return
         verdict = slot.verdict or {}
-        rec = verdict.get("recommendation") or {}
+        rec = Recommendation.of(verdict)
         ws = self.session.workspace
-        if rec.get("can_keep") and slot.incumbent_commit != ws.best:
+        if rec is not None and rec.can_keep and slot.incumbent_commit != ws.best:
             # Only this thread keeps, so best can't move again before this decision.
             self.emit(ev.AgentNotice(it, "info", f"candidate {it} was measured against {slot.incumbent_commit[:10]}; "
                                                  f"the best is now {ws.best[:10]}: measuring it again"))

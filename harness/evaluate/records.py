@@ -66,6 +66,16 @@ class Recommendation(_Record):
     extra: dict = field(default_factory=dict, repr=False)
     _keys: list | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def buckets(self) -> list[str]:
+        """Buckets to keep the candidate for only (harness.evaluate.keep_policy), when it says so."""
+        return list(self.extra.get("buckets") or [])
+
+    @classmethod
+    def of(cls, verdict: dict) -> "Recommendation | None":
+        rec = verdict.get("recommendation")
+        return cls.from_json(rec) if isinstance(rec, dict) else None
+
 
 @dataclass
 class ShapeResult(_Record):
