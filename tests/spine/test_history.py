@@ -66,3 +66,10 @@ def test_a_decision_is_read_with_the_verdict_known_when_it_was_written():
     assert h.decided[0].verdict == {"accepted": True, "geomean_speedup": 1.5}
     assert h.steps[1].verdict == {"accepted": False, "stage": "timing"}
     assert results_rows(recs)[0]["geomean_speedup"] == "1.5000"
+
+
+def test_journal_events_round_trip_through_their_typed_records():
+    for r in records("loop_keeps.jsonl"):
+        if r.get("kind") in ev.EVENT_TYPES:
+            e = ev.Event.from_json(r)
+            assert e.to_json() == {k: v for k, v in r.items() if k != "t"}
