@@ -101,6 +101,9 @@ class Loop:
         self.undecided: list[dict] = []  # candidates proposed before a stop, not yet decided
         self._last_packs: list[dict] | None = None
         self.closers: list[Callable[[], None]] = []  # e.g. stop the pack watcher when the run ends
+        # Applied to each verdict before it is journalled (task, verdict, candidate, incumbent) -> verdict:
+        # harness.wiring.e2e_gate in a run; None here, for loops built by hand (tests).
+        self.check_verdict: Callable[[Task, dict, Path, Path], dict] | None = None
         self._measured: dict[tuple[str, str], int] = {}  # (code, incumbent commit) -> iteration
         self._restore()
 
@@ -277,6 +280,8 @@ class Loop:
             inc_path = ws.write_candidate_file(ws.best, self.session.work / f"incumbent_{it:04d}.py")
             self.emit(ev.EvalStarted(it, call_timeout_s=self.call_timeout_s))
             verdict = self.evaluate(self.task, cand_path, inc_path)
+            if self.check_verdict is not None:
+                verdict = self.check_verdict(self.task, verdict, cand_path, inc_path)
             self.emit(ev.StaticResult(it, not verdict.get("violations"), verdict.get("violations", [])))
             self.emit(ev.EvalResult(it, verdict))
         rec = Recommendation.of(verdict) or Recommendation("revert", "no recommendation", False)

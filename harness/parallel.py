@@ -47,6 +47,7 @@ class InFlight:
     incumbent_source: str = ""
     future: Future | None = None
     verdict: dict | None = None
+    files: tuple = ()  # (candidate, incumbent) as written for its evaluation
 
     @property
     def resolved(self) -> bool:
@@ -259,6 +260,7 @@ class ParallelLoop(Loop):
         cand_path = ws.write_candidate_file(slot.commit, self.session.work / f"candidate_{it:04d}.py")
         inc_path = self.session.work / f"incumbent_{it:04d}.py"
         inc_path.write_text(slot.incumbent_source)
+        slot.files = (cand_path, inc_path)
         job = EvalJob(self.task.name, str(self.task.root), slot.source, slot.incumbent_source, it,
                       options_dict(self.options), str(cand_path), str(inc_path))
         slot.state = "evaluating"
@@ -276,6 +278,8 @@ class ParallelLoop(Loop):
             verdict = dict(fut.result())
             verdict["incumbent_commit"] = incumbent
             slot.verdict = verdict
+        if self.check_verdict is not None and slot.files:  # (outside the lock: the e2e check takes a while)
+            verdict = slot.verdict = self.check_verdict(self.task, verdict, *slot.files)
         self.emit(ev.StaticResult(slot.iteration, not verdict.get("violations"), verdict.get("violations", [])))
         self.emit(ev.EvalResult(slot.iteration, verdict))
         with self._cv:

@@ -101,16 +101,22 @@ def make_evaluate(cfg: RunConfig, extra_rules: Callable[[], list[str]] = list) -
     from harness.evaluate import EvalOptions, evaluate
 
     def run(task: Task, candidate: Path, incumbent: Path) -> dict:
-        verdict = evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules(),
-                                                                   run_timeout_s=cfg.timeout_s))
-        rec = verdict.get("recommendation") or {}
-        if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
-            from harness.e2e import apply_e2e, run_e2e_check  # wins alone: does the workload win too?
-            verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent,
-                                                       kernel_speedup=verdict.get("geomean_speedup")))
-        return verdict
+        return evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules(),
+                                                                run_timeout_s=cfg.timeout_s))
 
     return run
+
+
+def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dict:
+    """A kernel that wins alone must win in the task's end-to-end workload too (task.toml `e2e`)
+    before it can be kept: run on every verdict that recommends a keep, by either loop (Loop.check_verdict)."""
+    rec = verdict.get("recommendation") or {}
+    if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
+        from harness.e2e import apply_e2e, run_e2e_check
+
+        verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent,
+                                                   kernel_speedup=verdict.get("geomean_speedup")))
+    return verdict
 
 
 def last_feedback(history) -> str | None:
@@ -199,6 +205,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
     else:
         loop = Loop(session, task, agent, decider, make_evaluate(cfg, lambda: enforced_rules(session, task, catalog)),
                     emit=emit, max_iterations=cfg.iterations, budget=getattr(agent, "budget", None))
+    loop.check_verdict = e2e_gate  # (the parallel loop once skipped it: the check lived in make_evaluate)
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 

@@ -4,7 +4,6 @@ each bringing only its own decider and event sink, so every option means the sam
 from __future__ import annotations
 
 import itertools
-from types import SimpleNamespace
 
 import pytest
 
@@ -13,7 +12,7 @@ from harness.dispatch import KeepBucketsDecider
 from harness.headless import Printer
 from harness.loop import AutoDecider, DecisionReply, DecisionRequest
 from harness.tasks import load_task
-from harness.wiring import RunConfig, start_session
+from harness.wiring import RunConfig, e2e_gate, start_session
 
 TASK = load_task("softmax")
 MATRIX = [dict(auto=auto, keep_buckets=kb, proposals=n, timeout_s=t, iterations=3, agent="tuner")
@@ -29,7 +28,8 @@ def describe(loop, front) -> dict:
     return {"loop": type(loop).__name__, "wrappers": wrappers, "max_iterations": loop.max_iterations,
             "call_timeout_s": loop.call_timeout_s, "proposals": getattr(loop, "proposals", 1),
             "evaluator": getattr(getattr(loop, "evaluator", None), "name", None),
-            "agent": type(loop.agent).__name__, "prompt": loop.prompt_builder is not None}
+            "agent": type(loop.agent).__name__, "prompt": loop.prompt_builder is not None,
+            "check_verdict": getattr(loop.check_verdict, "__name__", None)}
 
 
 def close(loop) -> None:
@@ -52,6 +52,8 @@ def test_tui_and_headless_build_the_same_loop_for_every_option(tmp_path, opts, c
     try:
         assert describe(tui, app.decider) == describe(headless, front)
         assert ("KeepBucketsDecider" in describe(tui, app.decider)["wrappers"]) == (cfg.keep_buckets == "auto")
+        # the end-to-end gate on a verdict that recommends a keep, whichever loop runs
+        assert tui.check_verdict is e2e_gate and headless.check_verdict is e2e_gate
         # --auto: each front end's own decider follows the recommendation
         assert app.decider.auto == cfg.auto and isinstance(front, AutoDecider) == cfg.auto
     finally:
