@@ -18,6 +18,8 @@ import math
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness.evaluate.process import derive_seed
+from harness.evaluate.verdict import median
 from harness.tasks import Shape, Task, compare
 
 if TYPE_CHECKING:
@@ -115,7 +117,6 @@ def _crash_message(reply: dict) -> str:
 def check_all(run: "_Run", child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
               on_gpu: bool, opts: "EvalOptions", secret: int) -> bool:
     """Run every shape; True when every shape is correct and no guard fired."""
-    from harness.evaluate.process import derive_seed
 
     all_ok = True
     for i, shape in enumerate(shapes):
@@ -261,8 +262,6 @@ def n_buffers(in_bytes: int, l2_bytes: int) -> int:
 def incumbent_baseline(child: "ChildProcess", task: Task, shapes: list[Shape], dev: dict, secret: int,
                        opts: "EvalOptions") -> dict[str, float]:
     """Median time of the incumbent on each shape before the candidate is imported."""
-    from harness.evaluate.process import derive_seed
-    from harness.evaluate.verdict import median
 
     ref_mod = task.load_reference()
     tol = task.tolerance[task.dtypes[0]]

@@ -25,6 +25,8 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes
+from harness.evaluate.process import ChildFailed, derive_seed
 from harness.tasks import Shape, Task, compare, hard_cases
 
 if TYPE_CHECKING:
@@ -118,7 +120,6 @@ def _pick(rng: random.Random, kind: str, lo: int, hi: int) -> tuple[int, str]:
 def draw_shapes(task: Task, ref_mod: ModuleType, on_gpu: bool, secret: int) -> list[tuple[Shape, str]]:
     """This evaluation's held-out shapes, each with why it was drawn (see the module docstring).
     Deterministic in `secret`, so a verdict's shapes can be drawn again."""
-    from harness.evaluate.process import derive_seed
 
     spec = task.heldout
     if spec is None:
@@ -198,8 +199,6 @@ def check(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: Modu
           on_gpu: bool, opts: "EvalOptions", secret: int) -> bool:
     """Run the held-out shapes and the hard cases in the candidate's child; True when all pass.
     Fills v["heldout"] and v["hard_cases"]; failures go into run.reasons (stage correctness)."""
-    from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes
-    from harness.evaluate.process import ChildFailed, derive_seed
 
     t0 = time.monotonic()
     heldout = v.setdefault("heldout", [])

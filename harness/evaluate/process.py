@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.evaluate.channel import ChannelError, Endpoint, Forged, widen_pipe
-from harness.evaluate.sandbox import REPO_ROOT
+from harness.evaluate.sandbox import REPO_ROOT, descendants, disabled_by_user, sweep, wrap
 from harness.tasks import Task
 
 OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000
@@ -94,8 +94,6 @@ class EvalOptions:
 
 
 def _sandbox_off() -> bool:
-    from harness.evaluate.sandbox import disabled_by_user
-
     return disabled_by_user()
 
 
@@ -134,8 +132,6 @@ def _rss_bytes(pid: int) -> int:
 def _tree_rss(pid: int) -> int:
     """Resident memory of a process and everything under it (the sandbox's bwrap, the child, and
     any process candidate code starts: a forked helper must not escape the memory cap)."""
-    from harness.evaluate.sandbox import descendants
-
     return _rss_bytes(pid) + sum(_rss_bytes(p) for p in descendants(pid))
 
 
@@ -178,8 +174,6 @@ class ChildProcess:
                    XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"), WARPSMITH_EVAL_MARK=self.marker)
         argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w)]
         if self.sandboxed:
-            from harness.evaluate.sandbox import wrap
-
             argv = wrap(argv, self.scratch, gpu=on_gpu, python=opts.python, readonly=[str(self.staged)],
                         chdir=self.cwd)
         log = open(self.log_path, "wb")
@@ -237,8 +231,6 @@ class ChildProcess:
     def leftover_processes(self) -> list[str]:
         """Processes of this child still running besides the child itself (candidate code that
         started one and left it behind), as 'pid name' strings."""
-        from harness.evaluate.sandbox import descendants
-
         if self.proc.poll() is not None:
             return []
         out = []
@@ -356,8 +348,6 @@ class ChildProcess:
                 self.proc.kill()
             self.proc.wait()
         if not self.sandboxed:
-            from harness.evaluate.sandbox import sweep
-
             return sweep(self.marker, exclude=set())
         return []
 
