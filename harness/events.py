@@ -15,6 +15,16 @@ class Event:
         d["kind"] = type(self).__name__
         return d
 
+    # The names the other typed records use (harness/evaluate/records.py): the same JSON objects.
+    def to_json(self) -> dict[str, Any]:
+        return self.to_dict()
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Event":
+        """The event a journal record holds (its `kind` picks the class; fields it doesn't know are
+        dropped, so records of other versions load). TypeError when a field it needs is missing."""
+        return from_dict(d)
+
 
 @dataclass(frozen=True)
 class SessionStarted(Event):

@@ -6,7 +6,6 @@ and a decision is on disk before the workspace acts on it, so a kill at any poin
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,10 @@ from typing import Any, Callable, Protocol
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext,
                                  ReasoningChunk, UsageReport)
+from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
+from harness.evaluate.records import Recommendation
 from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
+from harness.history import SessionHistory
 from harness.session import Session
 from harness.tasks import Task
 from harness.workspace import unified_diff
@@ -53,7 +55,8 @@ class AutoDecider:
     def decide(self, request: DecisionRequest) -> DecisionReply:
         # A recommendation may name buckets to keep the candidate for (a geomean win that slows a
         # protected shape: harness.evaluate.keep_policy); following it keeps it for those only.
-        buckets = list((request.verdict.get("recommendation") or {}).get("buckets") or [])
+        rec = Recommendation.of(request.verdict)
+        buckets = rec.buckets if rec is not None else []
         return DecisionReply(request.action, by="auto", buckets=buckets if request.can_keep else [],
                              reason=f"kept for buckets {', '.join(buckets)} only, as recommended" if buckets else "")
 
@@ -77,12 +80,6 @@ def summarize_verdict(verdict: dict) -> str:
     return "; ".join(parts)
 
 
-def code_key(source: str) -> str:
-    """Identity of a candidate's code, blind to trailing whitespace (editors and models add it)."""
-    text = "\n".join(line.rstrip() for line in source.splitlines()).strip()
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 class Loop:
     def __init__(self, session: Session, task: Task, agent: Agent, decider: Decider,
                  evaluate: EvaluateFn, emit: Callable[[ev.Event], None] | None = None,
@@ -104,6 +101,9 @@ class Loop:
         self.undecided: list[dict] = []  # candidates proposed before a stop, not yet decided
         self._last_packs: list[dict] | None = None
         self.closers: list[Callable[[], None]] = []  # e.g. stop the pack watcher when the run ends
+        # Applied to each verdict before it is journalled (task, verdict, candidate, incumbent) -> verdict:
+        # harness.wiring.e2e_gate in a run; None here, for loops built by hand (tests).
+        self.check_verdict: Callable[[Task, dict, Path, Path], dict] | None = None
         self._measured: dict[tuple[str, str], int] = {}  # (code, incumbent commit) -> iteration
         self._restore()
 
@@ -136,29 +136,18 @@ class Loop:
     # -- resume -------------------------------------------------------------------------------
     def _restore(self) -> None:
         """Rebuild history and any undecided candidate from the journal."""
-        proposals, verdicts, metas, decided = {}, {}, {}, set()
-        last_keep: dict | None = None
-        for r in self.session.journal.read():
-            kind, it = r.get("kind"), r.get("iteration")
-            if kind == "IterationStarted":
-                self.iteration = max(self.iteration, it)
-            elif kind == "CandidateProposed":
-                proposals[it] = r
-                self.remember(it, r.get("source", ""), r.get("incumbent", ""))
-            elif kind == "ProposalMeta":
-                metas[it] = r.get("meta") or {}
-            elif kind == "EvalResult":
-                verdicts[it] = r["verdict"]
-            elif kind == "Decision":
-                decided.add(it)
-                if r["action"] == "keep":
-                    last_keep = r
-                p, v = proposals.get(it, {}), verdicts.get(it, {})
-                outcome = outcome_of(v)
-                if outcome == "accepted":
-                    outcome = "kept" if r["action"] == "keep" else "reverted"
-                self.history.append(Attempt(it, p.get("description", ""), outcome, summarize_verdict(v),
-                                            r.get("reason", ""), metas.get(it, {}), v.get("shapes") or []))
+        h = SessionHistory.of(self.session)
+        self.iteration = max(self.iteration, h.started)
+        for r in h.proposals:
+            self.remember(r.get("iteration"), r.get("source", ""), r.get("incumbent", ""))
+        for st in h.decided:
+            r, p, v = st.decision, st.proposal or {}, st.verdict or {}
+            outcome = outcome_of(v)
+            if outcome == "accepted":
+                outcome = "kept" if r["action"] == "keep" else "reverted"
+            self.history.append(Attempt(st.iteration, p.get("description", ""), outcome, summarize_verdict(v),
+                                        r.get("reason", ""), st.meta, v.get("shapes") or []))
+        last_keep = h.last_keep
         # A kill between journalling a keep and moving the ref: finish the keep now.
         ws = self.session.workspace
         from harness.dispatch import restore_bucket_refs
@@ -167,8 +156,8 @@ class Loop:
             ws.keep(last_keep["commit"], last_keep["iteration"])
         # Every candidate proposed but not decided before the stop, in order (ParallelLoop resumes
         # them all; this loop, which has at most one in flight, resumes the last).
-        self.undecided = [{"iteration": it, "proposal": proposals[it], "meta": metas.get(it, {}),
-                           "verdict": verdicts.get(it)} for it in sorted(set(proposals) - decided)]
+        self.undecided = [{"iteration": st.iteration, "proposal": st.proposal, "meta": st.meta,
+                           "verdict": st.verdict} for st in h.undecided()]
 
     # -- code already measured ----------------------------------------------------------------
     def twin_of(self, source: str, incumbent_commit: str, incumbent_source: str) -> str | None:
@@ -288,15 +277,16 @@ class Loop:
         ws = self.session.workspace
         if verdict is None:
             cand_path = ws.write_candidate_file(commit, self.session.work / f"candidate_{it:04d}.py")
-            inc_path = ws.write_candidate_file(ws.best, self.session.work / "incumbent.py")
+            inc_path = ws.write_candidate_file(ws.best, self.session.work / f"incumbent_{it:04d}.py")
             self.emit(ev.EvalStarted(it, call_timeout_s=self.call_timeout_s))
             verdict = self.evaluate(self.task, cand_path, inc_path)
+            if self.check_verdict is not None:
+                verdict = self.check_verdict(self.task, verdict, cand_path, inc_path)
             self.emit(ev.StaticResult(it, not verdict.get("violations"), verdict.get("violations", [])))
             self.emit(ev.EvalResult(it, verdict))
-        rec = verdict.get("recommendation") or {"action": "revert", "reason": "no recommendation", "can_keep": False}
-        self.emit(ev.Recommendation(it, rec["action"], rec["reason"], bool(rec.get("can_keep"))))
-        request = DecisionRequest(it, commit, description, verdict, rec["action"], rec["reason"],
-                                  bool(rec.get("can_keep")))
+        rec = Recommendation.of(verdict) or Recommendation("revert", "no recommendation", False)
+        self.emit(ev.Recommendation(it, rec.action, rec.reason, bool(rec.can_keep)))
+        request = DecisionRequest(it, commit, description, verdict, rec.action, rec.reason, bool(rec.can_keep))
         if request.can_keep:
             self.emit(ev.DecisionNeeded(it))
             reply = self.decider.decide(request)

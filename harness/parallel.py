@@ -24,6 +24,7 @@ from typing import Any, Callable
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Proposal, ProposalContext)
 from harness.evaluate.backends import EvalJob, WorkerSet, evaluate_fn, options_dict
+from harness.evaluate.records import Recommendation
 from harness.loop import Decider, Loop, code_key
 from harness.session import Session
 from harness.tasks import Task
@@ -46,6 +47,7 @@ class InFlight:
     incumbent_source: str = ""
     future: Future | None = None
     verdict: dict | None = None
+    files: tuple = ()  # (candidate, incumbent) as written for its evaluation
 
     @property
     def resolved(self) -> bool:
@@ -128,9 +130,9 @@ class ParallelLoop(Loop):
             self.history.append(Attempt(it, "(no candidate)", "no-candidate"))
             return
         verdict = slot.verdict or {}
-        rec = verdict.get("recommendation") or {}
+        rec = Recommendation.of(verdict)
         ws = self.session.workspace
-        if rec.get("can_keep") and slot.incumbent_commit != ws.best:
+        if rec is not None and rec.can_keep and slot.incumbent_commit != ws.best:
             # Only this thread keeps, so best can't move again before this decision.
             self.emit(ev.AgentNotice(it, "info", f"candidate {it} was measured against {slot.incumbent_commit[:10]}; "
                                                  f"the best is now {ws.best[:10]}: measuring it again"))
@@ -258,6 +260,7 @@ class ParallelLoop(Loop):
         cand_path = ws.write_candidate_file(slot.commit, self.session.work / f"candidate_{it:04d}.py")
         inc_path = self.session.work / f"incumbent_{it:04d}.py"
         inc_path.write_text(slot.incumbent_source)
+        slot.files = (cand_path, inc_path)
         job = EvalJob(self.task.name, str(self.task.root), slot.source, slot.incumbent_source, it,
                       options_dict(self.options), str(cand_path), str(inc_path))
         slot.state = "evaluating"
@@ -275,6 +278,8 @@ class ParallelLoop(Loop):
             verdict = dict(fut.result())
             verdict["incumbent_commit"] = incumbent
             slot.verdict = verdict
+        if self.check_verdict is not None and slot.files:  # (outside the lock: the e2e check takes a while)
+            verdict = slot.verdict = self.check_verdict(self.task, verdict, *slot.files)
         self.emit(ev.StaticResult(slot.iteration, not verdict.get("violations"), verdict.get("violations", [])))
         self.emit(ev.EvalResult(slot.iteration, verdict))
         with self._cv:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.history import SessionHistory
 from harness.workspace import unified_diff
 
 OUTCOME_COLORS = {"kept": "#2a9d8f", "kept for buckets": "#8ab17d", "reverted": "#e9c46a",
@@ -66,35 +67,32 @@ class Step:
         return f"rejected: {rules[0] if rules else stage or 'unknown'}"
 
 
-def collect(session) -> list[Step]:
-    steps: dict[int, Step] = {}
-
-    def step(it: int) -> Step:
-        return steps.setdefault(it, Step(it))
-
-    for r in session.journal.read():
-        kind, it = r.get("kind"), r.get("iteration")
+def collect(session, history: SessionHistory | None = None) -> list[Step]:
+    h = history or SessionHistory.of(session)
+    steps = []
+    for it, st in h.steps.items():
         if not isinstance(it, int):
             continue
-        if kind == "CandidateProposed":
-            s = step(it)
+        s = Step(it)
+        if st.proposal is not None:
+            r = st.proposal
             s.commit, s.description = r.get("commit", ""), r.get("description", "")
             s.agent, s.model = r.get("agent", ""), r.get("model", "")
             s.incumbent = r.get("incumbent", "")
-        elif kind == "Reasoning":
-            step(it).reasoning += r.get("text", "")
-        elif kind == "EvalResult":
-            step(it).verdict = r.get("verdict") or {}
-        elif kind == "Decision":
-            s = step(it)
+        s.reasoning = st.reasoning
+        if st.verdict is not None:
+            s.verdict = st.verdict or {}
+        if st.decision is not None:
+            r = st.decision
             s.action, s.by, s.override, s.reason = r["action"], r.get("by", ""), bool(r.get("override")), r.get("reason", "")
             s.commit = s.commit or r.get("commit", "")
-        elif kind == "PromptPacks":
-            step(it).packs = list(r.get("packs") or [])
-        elif kind == "BucketKeep":
-            step(it).buckets = list(r.get("buckets") or [])
-            step(it).bucket_by = r.get("by", "")
-    return [steps[k] for k in sorted(steps) if steps[k].commit or steps[k].verdict]
+        if st.packs is not None:
+            s.packs = st.packs
+        if st.bucket_keep is not None:
+            s.buckets = list(st.bucket_keep.get("buckets") or [])
+            s.bucket_by = st.bucket_keep.get("by", "")
+        steps.append(s)
+    return [s for s in sorted(steps, key=lambda s: s.iteration) if s.commit or s.verdict]
 
 
 # -- plots ------------------------------------------------------------------------------------
@@ -230,10 +228,10 @@ def build_report(session, task=None) -> Report:
     """`task`: the session's task when it isn't where load_task finds it by name (tests, moved folders)."""
     from harness.dispatch import bucket_keeps
 
-    steps = collect(session)
+    h = SessionHistory.of(session)
+    steps = collect(session, h)
     ws = session.workspace
-    records = session.journal.read()
-    started = next((r for r in records if r.get("kind") == "SessionStarted"), {})
+    started = h.session_started
     baseline = ws.git("rev-parse", "refs/candidates/0000")
     best = ws.best
     total = 1.0

@@ -15,32 +15,33 @@ WHO = {"human": "person", "auto": "auto", "policy": "harness"}
 def candidate_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Per proposed candidate, in iteration order: iteration, commit, description, verdict, geomean,
     decision, by, reason. A candidate without a Decision has decision 'undecided'."""
-    rows: dict[int, dict[str, str]] = {}
-    for r in records:
-        kind, it = r.get("kind"), r.get("iteration")
-        if not isinstance(it, int):
+    from harness.history import SessionHistory
+
+    out = []
+    for st in SessionHistory.fold(records).steps.values():
+        if not isinstance(st.iteration, int) or st.proposal is None:
             continue
-        if kind == "CandidateProposed":
-            rows[it] = {"iteration": str(it), "commit": str(r.get("commit", ""))[:10],
-                        "description": " ".join(str(r.get("description", "")).split()),
-                        "verdict": "not evaluated", "geomean": "", "decision": "undecided", "by": "",
-                        "reason": ""}
-        elif it not in rows:
-            continue
-        elif kind == "EvalResult":
-            v = r.get("verdict") or {}
-            rows[it]["verdict"] = _verdict(v)
+        p = st.proposal
+        row = {"iteration": str(st.iteration), "commit": str(p.get("commit", ""))[:10],
+               "description": " ".join(str(p.get("description", "")).split()),
+               "verdict": "not evaluated", "geomean": "", "decision": "undecided", "by": "", "reason": ""}
+        if st.verdict is not None:
+            v = st.verdict or {}
+            row["verdict"] = _verdict(v)
             g = v.get("geomean_speedup")
-            rows[it]["geomean"] = f"{g:.3f}x" if isinstance(g, (int, float)) else "n/a"
-        elif kind == "Decision":
+            row["geomean"] = f"{g:.3f}x" if isinstance(g, (int, float)) else "n/a"
+        if st.decision is not None:
+            r = st.decision
             action = str(r.get("action", "?"))
-            rows[it].update(decision=action + (" (override)" if r.get("override") else ""),
-                            by=WHO.get(str(r.get("by", "")), str(r.get("by", ""))),
-                            reason=" ".join(str(r.get("reason", "")).split()))
-        elif kind == "BucketKeep":
-            rows[it]["decision"] = "kept for " + ", ".join(r.get("buckets") or [])
-            rows[it]["by"] = WHO.get(str(r.get("by", "")), str(r.get("by", "")))
-    return [rows[k] for k in sorted(rows)]
+            row.update(decision=action + (" (override)" if r.get("override") else ""),
+                       by=WHO.get(str(r.get("by", "")), str(r.get("by", ""))),
+                       reason=" ".join(str(r.get("reason", "")).split()))
+        if st.bucket_keep is not None:  # (journalled after the iteration's Decision)
+            r = st.bucket_keep
+            row["decision"] = "kept for " + ", ".join(r.get("buckets") or [])
+            row["by"] = WHO.get(str(r.get("by", "")), str(r.get("by", "")))
+        out.append(row)
+    return sorted(out, key=lambda row: int(row["iteration"]))
 
 
 def _verdict(v: dict) -> str:

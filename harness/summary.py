@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections import Counter
 
 from harness.evaluate.verdict import OUTCOMES
+from harness.history import SessionHistory
 from harness.journal import results_rows
 
 
-def _best_lines(records: list[dict]) -> list[str]:
-    verdicts = {r.get("iteration"): r.get("verdict") or {} for r in records if r.get("kind") == "EvalResult"}
-    keeps = [r for r in records if r.get("kind") == "Decision" and r.get("action") == "keep"]
+def _best_lines(h: SessionHistory | list[dict]) -> list[str]:
+    if not isinstance(h, SessionHistory):
+        h = SessionHistory.fold(h)
+    verdicts = {it: st.verdict or {} for it, st in h.steps.items() if st.verdict is not None}
+    keeps = h.keeps
     timed = any(v.get("timing_available") for v in verdicts.values())
     if not keeps:
         why = "" if timed else "; timing unavailable (no GPU: nothing is kept on speed)" if verdicts else ""
@@ -46,21 +49,24 @@ def _best_lines(records: list[dict]) -> list[str]:
 
 def summary_lines(session, ended=None) -> list[str]:
     """The block, as lines. `ended` is the run's SessionEnded event (None when interrupted)."""
-    from harness.commands.run import resume_command
-
-    records = session.journal.read()
-    rows = results_rows(records)
+    h = SessionHistory.of(session)
+    rows = results_rows(h.records)
     counts = Counter(r["outcome"] for r in rows)
-    started = ended.iterations if ended is not None else max(
-        (r.get("iteration") or 0 for r in records if r.get("kind") == "IterationStarted"), default=0)
+    started = ended.iterations if ended is not None else h.started
     how = f"session ended: {ended.reason}" if ended is not None else "session interrupted"
     lines = [f"{how} after {started} iteration{'' if started == 1 else 's'}",
              "  tally: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in OUTCOMES)
              + f" ({len(rows)} decided, as in results.tsv)"]
-    lines += _best_lines(records)
+    lines += _best_lines(h)
     more = started + 10 if ended is not None and ended.reason == "iterations done" else None
     lines += [f"  session folder: {session.root}",
               f"  export the best:  warpsmith sessions export {session.id} -o best_kernel.py",
               f"  report:           warpsmith report {session.id} -o report.html",
               f"  resume:           {resume_command(session.id, True, more)}"]
     return lines
+
+
+def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:
+    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py)."""
+    return (f"warpsmith sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
+            + (" --headless" if headless else ""))

@@ -1,6 +1,8 @@
 """Builds a Loop from options: agent, evaluator backend, packs and prompt, decider, printer.
 
-Shared by the headless CLI and the TUI so that both run exactly the same loop.
+The one assembly path: the headless CLI (harness/commands/run.py) and the TUI (tui/app.py) each bring
+only their decider and their event sink to `build_loop`, so every option means the same in both
+(tests/spine/test_assembly.py runs the option matrix through both).
 """
 from __future__ import annotations
 
@@ -99,16 +101,22 @@ def make_evaluate(cfg: RunConfig, extra_rules: Callable[[], list[str]] = list) -
     from harness.evaluate import EvalOptions, evaluate
 
     def run(task: Task, candidate: Path, incumbent: Path) -> dict:
-        verdict = evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules(),
-                                                                   run_timeout_s=cfg.timeout_s))
-        rec = verdict.get("recommendation") or {}
-        if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
-            from harness.e2e import apply_e2e, run_e2e_check  # wins alone: does the workload win too?
-            verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent,
-                                                       kernel_speedup=verdict.get("geomean_speedup")))
-        return verdict
+        return evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules(),
+                                                                run_timeout_s=cfg.timeout_s))
 
     return run
+
+
+def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dict:
+    """A kernel that wins alone must win in the task's end-to-end workload too (task.toml `e2e`)
+    before it can be kept: run on every verdict that recommends a keep, by either loop (Loop.check_verdict)."""
+    rec = verdict.get("recommendation") or {}
+    if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
+        from harness.e2e import apply_e2e, run_e2e_check
+
+        verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent,
+                                                   kernel_speedup=verdict.get("geomean_speedup")))
+    return verdict
 
 
 def last_feedback(history) -> str | None:
@@ -163,6 +171,17 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
     return catalog, sel, notes
 
 
+def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session) -> Decider:
+    """The front end's decider (a person at the TUI or stdin, or --auto) with what the options add
+    around it, the same for every front end: --keep-buckets auto keeps a candidate that loses overall
+    for the buckets where it wins."""
+    if cfg.keep_buckets == "auto":
+        from harness.dispatch import KeepBucketsDecider
+
+        decider = KeepBucketsDecider(decider, task, session=session)
+    return decider
+
+
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
     from harness.packs import PackError, PackWatcher, Selection
@@ -170,6 +189,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
 
     agent = make_agent(cfg.agent, session, cfg)
     catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
+    decider = wrap_decider(decider, task, cfg, session)
     if cfg.eval_backend != "local" or cfg.proposals > 1:
         # Several candidates in flight, evaluated on a pool of GPUs or a Ray cluster.
         from harness.evaluate.backends import make_evaluator
@@ -185,6 +205,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
     else:
         loop = Loop(session, task, agent, decider, make_evaluate(cfg, lambda: enforced_rules(session, task, catalog)),
                     emit=emit, max_iterations=cfg.iterations, budget=getattr(agent, "budget", None))
+    loop.check_verdict = e2e_gate  # (the parallel loop once skipped it: the check lived in make_evaluate)
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 

@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from harness import events as ev
+from harness.history import SessionHistory
 from harness.loop import Decider, DecisionReply, DecisionRequest, Loop
 from harness.session import Session, SessionError
 from harness.tasks import Task
@@ -30,14 +31,7 @@ from harness.wiring import RunConfig
 from tui.decider import DEFAULT_KEY_GUARD_S, DecisionAborted, TuiDecider
 from tui.markup import Markup, plain
 from tui.screens.confirm import ConfirmScreen
-from tui.screens.decide import RevertReasonScreen
-from tui.screens.help import HelpScreen
-from tui.screens.ideas import IdeasScreen
-from tui.screens.model import ModelScreen
-from tui.screens.packs import PackPickerScreen
 from tui.screens.run import RunScreen
-from tui.screens.sessions import SessionsScreen
-from tui.screens.task import TaskScreen
 from tui.state import RunState
 
 LoopFactory = Callable[[Decider, Callable[[ev.Event], None]], Loop]
@@ -72,13 +66,7 @@ class LoopFinished(Message):
 def journal_events(session: Session) -> tuple[list[ev.Event], str | None]:
     """The journal's records that are events (others, like PromptPacks, are skipped) and the
     incumbent source of the last candidate, for its diff."""
-    out: list[ev.Event] = []
-    for r in session.journal.read():
-        if r.get("kind") in ev.EVENT_TYPES:
-            try:
-                out.append(ev.from_dict(r))
-            except TypeError:  # a record from another version of the harness: skip, don't crash
-                continue
+    out: list[ev.Event] = SessionHistory.of(session).events()
     last = next((e for e in reversed(out) if isinstance(e, ev.CandidateProposed)), None)
     old = None
     if last is not None and last.incumbent:
@@ -196,106 +184,7 @@ class WarpsmithApp(App[int]):
             self.decision_sent = reply.action
             self.call_later(self.run_screen.redraw, {"decision"})
 
-    def keep(self, deliberate: bool = False) -> None:
-        """`deliberate`: chosen in the command palette (no early-keypress guard); else a key."""
-        verdict = self.decider.check_keep(deliberate)
-        if not verdict.accepted:
-            self.notify(verdict.message, severity="warning")
-            return
-        if not verdict.needs_confirmation:
-            self._send(DecisionReply("keep", "human"))
-            return
-        req = self.decider.pending
-        assert req is not None
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._send(DecisionReply("keep", "human", confirmed_override=True))
-
-        self.push_screen(ConfirmScreen(
-            f"Keep #{req.iteration} against the recommendation?",
-            f"The harness recommends revert: {req.reason}\n\nKeeping it makes it the new best and is "
-            "journalled as an override.", "keep it (override)", self.decider.key_guard_s, self.clock),
-            answered)
-
-    def keep_buckets(self, deliberate: bool = False) -> None:
-        """Keep the candidate for the task's buckets it wins, and revert it everywhere else."""
-        from harness.dispatch import bucket_results
-
-        verdict = self.decider.check_revert(deliberate)  # same rules as any decision key: waiting, not too soon
-        if not verdict.accepted:
-            self.notify(verdict.message, severity="warning")
-            return
-        req = self.decider.pending
-        assert req is not None
-        if not self.task_.buckets:
-            self.notify(f"{self.task_.name} declares no [[buckets]] in its task.toml", severity="warning")
-            return
-        if not req.can_keep:
-            self.notify("cannot keep: the candidate failed a correctness check, a guard or a rule",
-                        severity="warning")
-            return
-        results = bucket_results(self.task_, req.verdict)
-        wins = [r.bucket for r in results if r.wins]
-        if not wins:
-            self.notify("it wins no bucket: " + "; ".join(f"{r.bucket}: {r.reason}" for r in results),
-                        severity="warning")
-            return
-        self._send(DecisionReply("revert", "human", f"kept for the {', '.join(wins)} bucket(s) only",
-                                 buckets=wins))
-
-    def revert(self, deliberate: bool = False) -> None:
-        verdict = self.decider.check_revert(deliberate)
-        if not verdict.accepted:
-            self.notify(verdict.message, severity="warning")
-            return
-        self._send(DecisionReply("revert", "human"))
-
-    def revert_with_reason(self, deliberate: bool = False) -> None:
-        verdict = self.decider.check_revert(deliberate)
-        if not verdict.accepted:
-            self.notify(verdict.message, severity="warning")
-            return
-        req = self.decider.pending
-        assert req is not None
-
-        def answered(reason: str | None) -> None:
-            if reason:
-                self._send(DecisionReply("revert", "human", reason))
-
-        self.push_screen(RevertReasonScreen(req.iteration), answered)
-
     # -- other keys ---------------------------------------------------------------------------
-    def toggle_auto(self) -> None:
-        self.decider.auto = not self.decider.auto
-        self.state.mode = "auto" if self.decider.auto else "manual"
-        self.session.record({"kind": "DecisionMode", "mode": self.state.mode})
-        msg = f"decisions: {self.state.mode}"
-        if self.decider.auto and self.decider.pending is not None and not self.decision_sent:
-            msg += " from the next candidate; decide this one with k or r"
-        self.notify(msg)
-        self.call_later(self.run_screen.redraw, {"status"})
-
-    def toggle_pause(self) -> None:
-        if self.loop is None:
-            self.notify("the loop has not started yet", severity="warning")
-            return
-        self.state.paused = not self.state.paused
-        if self.state.paused:
-            self.loop.pause()
-            self.notify("paused: the loop stops before its next proposal")
-        else:
-            self.loop.resume()
-            self.notify("resumed")
-        self.call_later(self.run_screen.redraw, {"status"})
-
-    def edit_ideas(self) -> None:
-        def answered(ideas: list[str] | None) -> None:
-            if ideas is not None:
-                self.edit_ideas_to(ideas)
-
-        self.push_screen(IdeasScreen(self.state.ideas), answered)
-
     def edit_ideas_to(self, ideas: list[str]) -> None:
         self.run_worker(lambda: self._set_ideas(ideas), thread=True, group="ideas")
 
@@ -328,13 +217,6 @@ class WarpsmithApp(App[int]):
             self.session.record(ev.IdeasChanged(list(ideas)).to_dict())
             self.post_message(LoopEvent(ev.IdeasChanged(list(ideas))))
 
-    def switch_model(self) -> None:
-        def answered(spec: str | None) -> None:
-            if spec:
-                self.run_worker(lambda: self._set_agent(spec), thread=True, group="model")
-
-        self.push_screen(ModelScreen(self.state.agent, self.state.model_stats), answered)
-
     def _set_agent(self, spec: str) -> None:
         from harness.wiring import make_agent
 
@@ -353,45 +235,6 @@ class WarpsmithApp(App[int]):
         if self.loop is not None:
             self.loop.set_agent(agent)
         self.call_from_thread(self.notify, f"agent: {spec} from the next proposal")
-
-    def pick_packs(self) -> None:
-        def answered(ids: list[str] | None) -> None:
-            if ids is None:
-                return
-            # Journalled now (PacksSelected: what a resume reads), so a quit before the next
-            # prompt keeps it; the loop picks it up from the next prompt.
-            still = [i for i in enforced if i in self.state.packs and i not in ids]  # just turned off
-            self.session.set_packs(ids)
-            self.state.packs = list(ids)
-            self.notify("packs: " + (", ".join(ids) or "none") + " (from the next prompt)"
-                        + (f"; the rules of {', '.join(still)} are still enforced" if still else ""))
-            self.call_later(self.run_screen.redraw, {"status"})
-
-        # The guard applies the task's own whatever the selection; unselecting one only takes its
-        # text out of the prompt.
-        enforced = self.task_.enforced_rules_packs
-        self.push_screen(PackPickerScreen(self.state.packs, self.pack_catalog, enforced, self.task_.name),
-                         answered)
-
-    def show_task(self) -> None:
-        self.push_screen(TaskScreen(self.task_))
-
-    def show_sessions(self) -> None:
-        self.push_screen(SessionsScreen(self.session.id, self.session.root.parent.parent.parent))
-
-    def show_help(self) -> None:
-        self.push_screen(HelpScreen())
-
-    def copy_candidate(self) -> None:
-        c = self.state.candidate
-        if c is None:
-            self.notify("no candidate yet", severity="warning")
-            return
-        self.copy_to_clipboard(c.new)  # OSC 52: reaches the local clipboard over SSH
-        # OSC 52 asks the terminal to set the clipboard; nothing says whether it did (tmux drops
-        # it unless set-clipboard is on), so say what was sent, not that it was copied.
-        self.notify(f"sent candidate #{c.iteration} ({len(c.new.splitlines())} lines) to the terminal's "
-                    "clipboard (OSC 52; under tmux: set -g set-clipboard on)")
 
     def request_quit(self) -> None:
         if any(isinstance(s, ConfirmScreen) and s.purpose == "quit" for s in self.screen_stack):

@@ -7,6 +7,7 @@ it) and so cancelling is just closing the generator.
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Union
@@ -86,3 +87,9 @@ class Agent(Protocol):
     # Optional `reads_prompt: bool` (default True): False spares the GPU profile the prompt would carry.
 
     def propose(self, ctx: ProposalContext) -> Iterator[AgentEvent]: ...
+
+
+def code_key(source: str) -> str:
+    """Identity of a candidate's code, blind to trailing whitespace (editors and models add it)."""
+    text = "\n".join(line.rstrip() for line in source.splitlines()).strip()
+    return hashlib.sha256(text.encode()).hexdigest()

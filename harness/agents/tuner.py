@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Iterator
 
 from harness.agents import tuneideas, tunesearch
-from harness.agents.base import AgentEvent, Exhausted, Proposal, ProposalContext, ReasoningChunk
+from harness.agents.base import AgentEvent, Exhausted, Proposal, ProposalContext, ReasoningChunk, code_key
 from harness.agents.tuner_knobs import (PY, WARPS, Knob, apply, config_of, find_knobs,  # noqa: F401 (re-exported)
                                         kind_of, neighbours)
 from harness.agents.tunespace import Space, SpaceError, hardware_limits, read_space
-from harness.loop import code_key  # the loop's notion of "the same code"
 
 DONE_PCT = 90.0  # a bucket within 10% of its roofline is not searched further
 MIN_ROOFLINE_US = 10.0  # shorter shapes are launch-bound: they don't count toward "done"

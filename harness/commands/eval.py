@@ -210,7 +210,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(v, indent=1))
+        from harness.evaluate.records import Verdict
+
+        # Through the typed record, which writes the object back key for key: the JSON is unchanged.
+        print(json.dumps(Verdict.from_json(v).to_json(), indent=1))
     else:
         print_table(v)
     return 0 if v["accepted"] else 1

@@ -138,32 +138,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_headless(session, task, cfg, resumed: bool = False) -> int:
-    from harness.headless import Printer, StdinDecider
-    from harness.loop import AutoDecider
-    from harness.wiring import build_loop
+    from harness.headless import Printer
 
     printer = Printer(show_reasoning=not cfg.quiet)
     if resumed:  # an undecided candidate is asked about again: its diff and verdict are in the journal
         from harness import events as ev
+        from harness.history import SessionHistory
 
-        for r in session.journal.read():
-            if r.get("kind") in ("CandidateProposed", "EvalResult"):
-                try:
-                    printer.remember(ev.from_dict(r))
-                except TypeError:  # a record from an older warpsmith: its diff just isn't shown again
-                    pass
+        # (a record from an older warpsmith that isn't an event any more: its diff just isn't shown again)
+        for e in SessionHistory.of(session).events():
+            if isinstance(e, (ev.CandidateProposed, ev.EvalResult)):
+                printer.remember(e)
     if not cfg.auto and not sys.stdin.isatty():
         # Answers then come from a pipe or nothing at all; at its end each prompt takes its default.
         print("warpsmith: stdin is not a terminal: keep/revert answers are read from it, and once it ends "
               "every candidate gets the default answer; pass --auto for an unattended run", file=sys.stderr)
-    repo = getattr(getattr(session, "workspace", None), "root", None)  # for the full-diff command
-    decider = AutoDecider() if cfg.auto else StdinDecider(task=task, proposals=printer.proposals, repo=repo)
-    if cfg.keep_buckets == "auto":
-        from harness.dispatch import KeepBucketsDecider
-        decider = KeepBucketsDecider(decider, task, session=session)
     try:
         try:
-            loop = build_loop(session, task, cfg, decider, printer, resumed=resumed)
+            loop = headless_loop(session, task, cfg, printer, resumed)
         except ValueError as e:
             print(f"warpsmith: {e}", file=sys.stderr)
             return 2
@@ -171,6 +163,8 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     except KeyboardInterrupt:
         # Everything decided so far is in the journal (fsync'd per event); an undecided candidate
         # is asked about again on resume. Say how, on the line a person reads last.
+        from harness.summary import resume_command
+
         print_summary(session, None)
         print(f"\ninterrupted; resume: {resume_command(session.id)}", file=sys.stderr)
         return 130
@@ -178,16 +172,22 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     return 0
 
 
+def headless_loop(session, task, cfg, printer, resumed: bool = False):
+    """The headless front end's loop: its decider (stdin, or --auto) and its printer, given to the
+    one assembly path (harness.wiring.build_loop) the TUI uses too."""
+    from harness.headless import StdinDecider
+    from harness.loop import AutoDecider
+    from harness.wiring import build_loop
+
+    repo = getattr(getattr(session, "workspace", None), "root", None)  # for the full-diff command
+    decider = AutoDecider() if cfg.auto else StdinDecider(task=task, proposals=printer.proposals, repo=repo)
+    return build_loop(session, task, cfg, decider, printer, resumed=resumed)
+
+
 def print_summary(session, ended) -> None:
     from harness.summary import summary_lines
 
     print("\n" + "\n".join(summary_lines(session, ended)), flush=True)
-
-
-def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:
-    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py)."""
-    return (f"warpsmith sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
-            + (" --headless" if headless else ""))
 
 
 def open_tui(task, cfg, session_id: str | None) -> int:

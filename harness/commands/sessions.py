@@ -134,7 +134,7 @@ def cmd_resume(args) -> int:
         return 2
     done = iterations_already_run(s, cfg.iterations)
     if done is not None:
-        from harness.commands.run import resume_command
+        from harness.summary import resume_command
 
         ran = f"its {done} iterations" if args.iterations is None else \
             f"{done} iterations (--iterations is the new total, not a number more)"
@@ -166,18 +166,11 @@ def iterations_already_run(s: Session, limit: int) -> int | None:
     """How many iterations the session has started, when resuming it under `limit` would do
     nothing (the loop would end at once with 'iterations done'), else None: every started iteration
     is decided, none is left under the limit, and no keep is left half-done by a kill."""
-    started, proposed, decided, last_keep = 0, set(), set(), None
-    for r in s.journal.read():
-        kind, it = r.get("kind"), r.get("iteration")
-        if kind == "IterationStarted":
-            started = max(started, int(it or 0))
-        elif kind == "CandidateProposed":
-            proposed.add(it)
-        elif kind == "Decision":
-            decided.add(it)
-            if r.get("action") == "keep":
-                last_keep = r
-    if started < limit or proposed - decided:
+    from harness.history import SessionHistory
+
+    h = SessionHistory.of(s)
+    started, last_keep = h.started, h.last_keep
+    if started < limit or h.undecided():
         return None
     if last_keep and last_keep.get("best") == last_keep.get("commit") and s.workspace.best != last_keep.get("commit"):
         return None  # a keep journalled before a kill: the loop finishes it on resume

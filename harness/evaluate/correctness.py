@@ -18,10 +18,12 @@ import math
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness.evaluate.process import derive_seed
+from harness.evaluate.verdict import median
 from harness.tasks import Shape, Task, compare
 
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.evaluate.process import ChildProcess, EvalOptions, _Run
 
 
 def _clone(xs: Any) -> list:
@@ -62,6 +64,20 @@ def _cpu(x: Any) -> Any:
     if isinstance(x, (tuple, list)):
         return type(x)(_cpu(y) for y in x)
     return x.cpu() if isinstance(x, torch.Tensor) else x
+
+
+def shape_bytes(ref_mod: ModuleType, task: Task, dims: dict) -> int:
+    """A shape's input bytes, without building it: reference.input_bytes(dims, dtype) where the
+    inputs are larger than what a kernel reads (caches read through indices), else half of
+    bytes_moved (inputs and outputs of about the same size), else 2 bytes per element of the dims."""
+    import torch
+
+    dt = getattr(torch, task.dtypes[0])
+    if callable(getattr(ref_mod, "input_bytes", None)):
+        return int(ref_mod.input_bytes(dims, dt))
+    if callable(getattr(ref_mod, "bytes_moved", None)):
+        return int(ref_mod.bytes_moved(dims, dt)) // 2
+    return 2 * math.prod(v for v in dims.values() if isinstance(v, int))
 
 
 def _nbytes(x: Any) -> int:
@@ -122,9 +138,6 @@ def check_all(run: "_Run", child: "ChildProcess", task: Task, ref_mod: ModuleTyp
     every shape in the task's order; those not run say why. A guard finding alone (the output was
     right) does not stop the run: a later shape's wrong answer must still make it a correctness
     rejection, as it always did."""
-    from harness.evaluate.heldout import shape_bytes
-    from harness.evaluate.runner import derive_seed
-
     entries = [shape_entry(s) for s in shapes]
     run.shapes.extend(entries)
     order = sorted(range(len(shapes)), key=lambda i: (shape_bytes(ref_mod, task, shapes[i].dims), i))
@@ -278,8 +291,6 @@ def n_buffers(in_bytes: int, l2_bytes: int) -> int:
 def incumbent_baseline(child: "ChildProcess", task: Task, shapes: list[Shape], dev: dict, secret: int,
                        opts: "EvalOptions") -> dict[str, float]:
     """Median time of the incumbent on each shape before the candidate is imported."""
-    from harness.evaluate.runner import derive_seed
-    from harness.evaluate.verdict import median
 
     ref_mod = task.load_reference()
     tol = task.tolerance[task.dtypes[0]]

@@ -25,10 +25,13 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+# shape_bytes lives in correctness (which orders shapes by it, a layer below); tests import it from here.
+from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes, shape_bytes  # noqa: F401
+from harness.evaluate.process import ChildFailed, derive_seed
 from harness.tasks import Shape, Task, compare, hard_cases
 
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.evaluate.process import ChildProcess, EvalOptions, _Run
 
 HARD_MAX_BYTES_GPU = 16 * 2**20   # a hard case's inputs on the GPU (a listed shape, shrunk): outputs cross a pipe
 
@@ -62,20 +65,6 @@ def _pow2_plus_one(rng: random.Random, lo: int, hi: int) -> int | None:
 def _resolve(bounds: tuple, dims: dict) -> tuple[int, int]:
     lo, hi = (dims[b] if isinstance(b, str) else b for b in bounds)
     return lo, max(lo, hi)
-
-
-def shape_bytes(ref_mod: ModuleType, task: Task, dims: dict) -> int:
-    """A shape's input bytes, without building it: reference.input_bytes(dims, dtype) where the
-    inputs are larger than what a kernel reads (caches read through indices), else half of
-    bytes_moved (inputs and outputs of about the same size), else 2 bytes per element of the dims."""
-    import torch
-
-    dt = getattr(torch, task.dtypes[0])
-    if callable(getattr(ref_mod, "input_bytes", None)):
-        return int(ref_mod.input_bytes(dims, dt))
-    if callable(getattr(ref_mod, "bytes_moved", None)):
-        return int(ref_mod.bytes_moved(dims, dt)) // 2
-    return 2 * math.prod(v for v in dims.values() if isinstance(v, int))
 
 
 def shrink(ref_mod: ModuleType, task: Task, dims: dict, ranges: dict[str, tuple], keep: set[str],
@@ -118,7 +107,6 @@ def _pick(rng: random.Random, kind: str, lo: int, hi: int) -> tuple[int, str]:
 def draw_shapes(task: Task, ref_mod: ModuleType, on_gpu: bool, secret: int) -> list[tuple[Shape, str]]:
     """This evaluation's held-out shapes, each with why it was drawn (see the module docstring).
     Deterministic in `secret`, so a verdict's shapes can be drawn again."""
-    from harness.evaluate.runner import derive_seed
 
     spec = task.heldout
     if spec is None:
@@ -207,8 +195,6 @@ def check(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: Modu
           on_gpu: bool, opts: "EvalOptions", secret: int) -> bool:
     """Run the held-out shapes and the hard cases in the candidate's child; True when all pass.
     Fills v["heldout"] and v["hard_cases"]; failures go into run.reasons (stage correctness)."""
-    from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes
-    from harness.evaluate.runner import ChildFailed, derive_seed
 
     t0 = time.monotonic()
     heldout = v.setdefault("heldout", [])

@@ -40,9 +40,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
 from harness.evaluate import verdict as vd
+from harness.evaluate.sandbox import descendants
 
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.evaluate.process import ChildProcess, EvalOptions, _Run
     from harness.tasks import Shape, Task
 
 # A batch long enough that the round trip's jitter is small beside it: at 2 ms (128 calls of the
@@ -60,7 +61,6 @@ SLOWED_MIN_PCT = 10.0
 
 def freeze(child: "ChildProcess", stop: bool) -> None:
     """SIGSTOP / SIGCONT a child and every process under it (its sandbox's bwrap included)."""
-    from harness.evaluate.sandbox import descendants
 
     sig = signal.SIGSTOP if stop else signal.SIGCONT
     for pid in [child.proc.pid, *descendants(child.proc.pid)]:

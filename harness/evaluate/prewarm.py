@@ -27,8 +27,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from harness.evaluate.process import ChildProcess, EvalOptions, scrubbed_env
+
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions
     from harness.tasks import Task
 
 ENV_DEPTH = "WARPSMITH_PREWARM"
@@ -48,8 +49,6 @@ def depth(opts: "EvalOptions") -> int:
 
 def key(on_gpu: bool, opts: "EvalOptions") -> tuple:
     """Spares are interchangeable only within one interpreter, device and environment."""
-    from harness.evaluate.runner import scrubbed_env
-
     env = scrubbed_env(on_gpu=on_gpu)
     env.pop("HOME", None)  # each child's own scratch dir
     return (opts.python, on_gpu, bool(opts.sandbox), tuple(sorted(env.items())))
@@ -71,8 +70,6 @@ class Pool:
         self.closed = False
 
     def _spawn(self, task: "Task | None", on_gpu: bool, opts: "EvalOptions") -> "ChildProcess":
-        from harness.evaluate.runner import ChildProcess
-
         t0 = time.time()
         child = ChildProcess(task, on_gpu, opts)
         child.created_at = t0  # (wall clock: the child reports when its Python started, same clock)
@@ -142,11 +139,15 @@ def close() -> None:
     POOL.close()
 
 
+def take(task: "Task", on_gpu: bool, opts: "EvalOptions") -> "ChildProcess":
+    """A child for one evaluation, pre-warmed where possible: a process no candidate code has run
+    in, never handed out twice. (Here, not on ChildProcess: process.py is the layer below this one.)"""
+    return POOL.take(task, on_gpu, opts)
+
+
 def warm(on_gpu: bool | None = None, opts: "EvalOptions | None" = None, n: int | None = None) -> int:
     """Start this process's spares now (a loop or a worker, before its first evaluation). Never
     raises: a child that can't start says so in the evaluation that takes it."""
-    from harness.evaluate.runner import EvalOptions
-
     try:
         return POOL.warm(guess_gpu() if on_gpu is None else on_gpu, opts or EvalOptions(), n)
     except Exception:  # noqa: BLE001 - the evaluation reports a broken install with its message

@@ -31,6 +31,9 @@ import threading
 import time
 from pathlib import Path
 
+# The folder holding the harness package (a checkout, or site-packages): the child imports harness from it.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
 ENV_OFF = "WARPSMITH_NO_SANDBOX"
 # Escape hatch for a GPU whose driver needs device nodes beyond the usual ones: bind all of /dev.
 ENV_DEV_ALL = "WARPSMITH_SANDBOX_DEV_ALL"
@@ -97,8 +100,6 @@ def _hidden_roots() -> list[str]:
 
 def _needed_paths(python: str) -> list[str]:
     """What the child's Python must still see: the interpreter, its prefixes, sys.path, the repo."""
-    from harness.evaluate.runner import REPO_ROOT
-
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(REPO_ROOT), os.path.dirname(python),
              os.path.dirname(os.path.realpath(python))]
     paths += [p for p in sys.path if p]

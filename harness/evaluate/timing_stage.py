@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness.evaluate import verdict as vd
 from harness.evaluate.parent_clock import roofline_and_floor
-from harness.evaluate.correctness import input_bytes, n_buffers
-from harness.tasks import Shape, Task
+from harness.evaluate import parent_clock, prewarm
+from harness.evaluate.correctness import _as_out, _make, input_bytes, n_buffers
+from harness.evaluate.process import ChildFailed, ChildProcess, derive_seed
+from harness.tasks import Shape, Task, compare
 
 if TYPE_CHECKING:
-    from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
+    from harness.evaluate.process import EvalOptions, _Run
 
 FLOOR_BW_MARGIN = 1.10      # nothing moves bytes faster than 1.1x the measured device copy rate
 SLOWED_MIN_PCT = 10.0       # incumbent-slowed fires above max(this, 3x the noise band)
@@ -118,7 +120,6 @@ def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod:
     """Parent-clock timing (harness/evaluate/parent_clock.py): the candidate's child from the
     correctness stage against an incumbent child the candidate never shared. False when there
     was no timing (the incumbent itself is broken: not the candidate's fault, said in a note)."""
-    from harness.evaluate.runner import ChildFailed, derive_seed
 
     try:
         _time_shapes(run, child, task, ref_mod, shapes, dev, opts, incumbent,
@@ -147,8 +148,6 @@ class IncumbentBroken(Exception):
 
 def _output_checker(task: Task, ref_mod: ModuleType, shape: Shape) -> Any:
     """Compares a timed output, received as bytes, with the reference computed here."""
-    from harness.evaluate.correctness import _as_out, _make
-    from harness.tasks import compare
 
     def check(tensors: list, n_out: int, seed: int) -> str | None:
         xs, exp = _make(ref_mod, task, shape, seed, True)
@@ -161,10 +160,8 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
                  dev: dict, opts: "EvalOptions", incumbent: Any, seeds_for: Any) -> None:
     import torch
 
-    from harness.evaluate import parent_clock
-    from harness.evaluate.runner import ChildFailed, ChildProcess
 
-    inc_child = ChildProcess.for_task(task, True, opts)
+    inc_child = prewarm.take(task, True, opts)
     try:
         hello = inc_child.start(opts.import_timeout_s)
         if not hello.get("ok"):
@@ -203,10 +200,9 @@ def _remeasure(run: "_Run", v: dict, task: Task, ref_mod: ModuleType, shapes: li
                opts: "EvalOptions", secret: int, candidate: Any, incumbent: Any) -> None:
     """A big win counts only if two fresh processes, fresh seeds and fresh inputs show it again,
     timed the same way (the parent's clock, the incumbent in a process of its own)."""
-    from harness.evaluate.runner import ChildFailed, ChildProcess, derive_seed
 
     first = v["geomean_speedup"]
-    child = ChildProcess.for_task(task, True, opts)
+    child = prewarm.take(task, True, opts)
     try:
         child.start(opts.import_timeout_s)
         r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate))},

@@ -234,3 +234,34 @@ def test_code_already_measured_against_the_incumbent_is_asked_again_not_run(tmp_
     assert any("candidate 1, already measured against this incumbent; asking again" in m for m in notices)
     assert [r[0] for r in backend.runs] == [1, 2] and len({r[2] for r in backend.runs}) == 1
 
+
+
+def test_both_loops_pass_every_verdict_through_the_loops_check_before_journalling_it(tmp_path):
+    # build_loop sets check_verdict to the end-to-end gate (harness.wiring.e2e_gate); the parallel
+    # loop once skipped it. Here a check that stamps the verdict and sees the files evaluated.
+    from harness.loop import Loop
+
+    seen = []
+
+    def stamp(task, verdict, candidate, incumbent):
+        seen.append((candidate.name, incumbent.name, candidate.is_file() and incumbent.is_file()))
+        return {**verdict, "checked": True}
+
+    s = Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / "p")
+    par = ParallelLoop(s, TASK, ScriptAgent(script_dir(tmp_path / "p", 2)), Decider(), FakeBackend(1),
+                       max_iterations=2, proposals=1)
+    par.check_verdict = stamp
+    par.run()
+    t = Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / "s")
+    seq = Loop(t, TASK, ScriptAgent(script_dir(tmp_path / "s", 2)), Decider(),
+               lambda task, c, i: {"accepted": True, "stage": "done", "reasons": [], "shapes": [],
+                                   "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}},
+               max_iterations=2)
+    seq.check_verdict = stamp
+    seq.run()
+    for session in (s, t):
+        verdicts = [r["verdict"] for r in session.journal.read() if r["kind"] == "EvalResult"]
+        assert len(verdicts) == 2 and all(v["checked"] for v in verdicts)
+    # both name their files the same way: candidate_NNNN.py against incumbent_NNNN.py
+    assert sorted(seen) == [("candidate_0001.py", "incumbent_0001.py", True)] * 2 + \
+        [("candidate_0002.py", "incumbent_0002.py", True)] * 2

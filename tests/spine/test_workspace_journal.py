@@ -31,7 +31,7 @@ def test_torn_last_line_is_skipped_and_reported(tmp_path):
         f.write('{"kind": "Decision", "iter')  # a kill in the middle of a write
     records = j.read()
     assert [r["kind"] for r in records] == ["IterationStarted"]
-    assert j.torn_lines == [2]
+    assert j.torn_lines == [3]  # (line 1 is the journal's schema version)
 
 
 def test_results_tsv_is_a_view_of_decisions(tmp_path):
@@ -51,3 +51,18 @@ def test_results_tsv_is_a_view_of_decisions(tmp_path):
     assert lines[2].split("\t")[2:5] == ["rejected:static", "n/a", "revert"]
     assert lines[2].split("\t")[-1] == "rejected"
     assert len(results_rows(records)) == 2
+
+
+def test_a_new_journal_says_its_schema_and_an_old_one_reads_as_version_0(tmp_path):
+    from pathlib import Path
+
+    from harness.journal import SCHEMA_VERSION
+
+    j = Journal(tmp_path / "journal.jsonl")
+    j.append({"kind": "IterationStarted", "iteration": 1})
+    j.append({"kind": "IterationStarted", "iteration": 2})
+    first = j.path.read_text().splitlines()[0]
+    assert first == '{"kind":"JournalSchema","version":%d}' % SCHEMA_VERSION
+    assert [r["iteration"] for r in j.read()] == [1, 2] and j.schema == SCHEMA_VERSION
+    old = Journal(Path(__file__).resolve().parents[1] / "fixtures" / "journal_v0" / "cpu_run.jsonl")
+    assert old.read()[0]["kind"] == "PacksSelected" and old.schema == 0

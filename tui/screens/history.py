@@ -31,7 +31,7 @@ from tui.widgets.diff import DiffPane
 
 if TYPE_CHECKING:
     from harness.session import Session
-    from tui.app import WarpsmithApp
+    from tui.host import RunHost
 
 HISTORY_COLUMNS = ("#", "description", "verdict", "geomean", "× per shape", "decision", "by", "reason")
 
@@ -263,7 +263,7 @@ class CandidateScreen(Screen[None]):
             self.maximize(node, container=False)
 
 
-def open_history(app: "WarpsmithApp", select: int | None = None) -> None:
+def open_history(app: "RunHost", select: int | None = None) -> None:
     """`h`: the list; Enter opens a candidate; Esc there comes back to the list at its row."""
     pending = app.decider.pending
     screen = HistoryScreen(app.session, select, pending.iteration if pending is not None else None)

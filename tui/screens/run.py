@@ -20,6 +20,15 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 
+from harness.loop import DecisionReply
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.decide import RevertReasonScreen
+from tui.screens.help import HelpScreen
+from tui.screens.ideas import IdeasScreen
+from tui.screens.model import ModelScreen
+from tui.screens.packs import PackPickerScreen
+from tui.screens.sessions import SessionsScreen
+from tui.screens.task import TaskScreen
 from tui.toasts import keep_toasts_clear
 from tui.widgets.bench import BenchPane
 from tui.widgets.decision import DecisionBar
@@ -28,7 +37,7 @@ from tui.widgets.reasoning import ReasoningPane
 from tui.widgets.status import StatusBar
 
 if TYPE_CHECKING:
-    from tui.app import WarpsmithApp
+    from tui.host import RunHost
 
 NARROW_BELOW = 120  # columns: three readable panes need about 40 each
 DECIDING_SIDE = 42  # columns left of the diff while deciding (reasoning above the bench)
@@ -101,7 +110,7 @@ class RunScreen(Screen[None]):
         self.narrow: bool | None = None
 
     @property
-    def wapp(self) -> "WarpsmithApp":
+    def wapp(self) -> "RunHost":
         return self.app  # type: ignore[return-value]
 
     # -- layout -------------------------------------------------------------------------------
@@ -210,34 +219,143 @@ class RunScreen(Screen[None]):
     # `deliberate`: run from the command palette, where nothing is typed by accident (the
     # early-keypress guard is for keys; closing the palette restarts it, see on_screen_resume).
     def action_keep(self, deliberate: bool = False) -> None:
-        self.wapp.keep(deliberate)
+        """`deliberate`: chosen in the command palette (no early-keypress guard); else a key."""
+        app = self.wapp
+        verdict = app.decider.check_keep(deliberate)
+        if not verdict.accepted:
+            app.notify(verdict.message, severity="warning")
+            return
+        if not verdict.needs_confirmation:
+            app._send(DecisionReply("keep", "human"))
+            return
+        req = app.decider.pending
+        assert req is not None
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                app._send(DecisionReply("keep", "human", confirmed_override=True))
+
+        app.push_screen(ConfirmScreen(
+            f"Keep #{req.iteration} against the recommendation?",
+            f"The harness recommends revert: {req.reason}\n\nKeeping it makes it the new best and is "
+            "journalled as an override.", "keep it (override)", app.decider.key_guard_s, app.clock),
+            answered)
 
     def action_keep_buckets(self, deliberate: bool = False) -> None:
-        self.wapp.keep_buckets(deliberate)
+        """Keep the candidate for the task's buckets it wins, and revert it everywhere else."""
+        from harness.dispatch import bucket_results
+
+        app = self.wapp
+
+        verdict = app.decider.check_revert(deliberate)  # same rules as any decision key: waiting, not too soon
+        if not verdict.accepted:
+            app.notify(verdict.message, severity="warning")
+            return
+        req = app.decider.pending
+        assert req is not None
+        if not app.task_.buckets:
+            app.notify(f"{app.task_.name} declares no [[buckets]] in its task.toml", severity="warning")
+            return
+        if not req.can_keep:
+            app.notify("cannot keep: the candidate failed a correctness check, a guard or a rule",
+                       severity="warning")
+            return
+        results = bucket_results(app.task_, req.verdict)
+        wins = [r.bucket for r in results if r.wins]
+        if not wins:
+            app.notify("it wins no bucket: " + "; ".join(f"{r.bucket}: {r.reason}" for r in results),
+                       severity="warning")
+            return
+        app._send(DecisionReply("revert", "human", f"kept for the {', '.join(wins)} bucket(s) only",
+                                buckets=wins))
 
     def action_revert(self, deliberate: bool = False) -> None:
-        self.wapp.revert(deliberate)
+        app = self.wapp
+        verdict = app.decider.check_revert(deliberate)
+        if not verdict.accepted:
+            app.notify(verdict.message, severity="warning")
+            return
+        app._send(DecisionReply("revert", "human"))
 
     def action_revert_reason(self, deliberate: bool = False) -> None:
-        self.wapp.revert_with_reason(deliberate)
+        app = self.wapp
+        verdict = app.decider.check_revert(deliberate)
+        if not verdict.accepted:
+            app.notify(verdict.message, severity="warning")
+            return
+        req = app.decider.pending
+        assert req is not None
+
+        def answered(reason: str | None) -> None:
+            if reason:
+                app._send(DecisionReply("revert", "human", reason))
+
+        app.push_screen(RevertReasonScreen(req.iteration), answered)
 
     def action_ideas(self) -> None:
-        self.wapp.edit_ideas()
+        app = self.wapp
+        def answered(ideas: list[str] | None) -> None:
+            if ideas is not None:
+                app.edit_ideas_to(ideas)
+
+        app.push_screen(IdeasScreen(app.state.ideas), answered)
 
     def action_model(self) -> None:
-        self.wapp.switch_model()
+        app = self.wapp
+        def answered(spec: str | None) -> None:
+            if spec:
+                app.run_worker(lambda: app._set_agent(spec), thread=True, group="model")
+
+        app.push_screen(ModelScreen(app.state.agent, app.state.model_stats), answered)
 
     def action_auto(self) -> None:
-        self.wapp.toggle_auto()
+        app = self.wapp
+        app.decider.auto = not app.decider.auto
+        app.state.mode = "auto" if app.decider.auto else "manual"
+        app.session.record({"kind": "DecisionMode", "mode": app.state.mode})
+        msg = f"decisions: {app.state.mode}"
+        if app.decider.auto and app.decider.pending is not None and not app.decision_sent:
+            msg += " from the next candidate; decide this one with k or r"
+        app.notify(msg)
+        app.call_later(self.redraw, {"status"})
 
     def action_pause(self) -> None:
-        self.wapp.toggle_pause()
+        app = self.wapp
+        if app.loop is None:
+            app.notify("the loop has not started yet", severity="warning")
+            return
+        app.state.paused = not app.state.paused
+        if app.state.paused:
+            app.loop.pause()
+            app.notify("paused: the loop stops before its next proposal")
+        else:
+            app.loop.resume()
+            app.notify("resumed")
+        app.call_later(self.redraw, {"status"})
 
     def action_packs(self) -> None:
-        self.wapp.pick_packs()
+        app = self.wapp
+        def answered(ids: list[str] | None) -> None:
+            if ids is None:
+                return
+            # Journalled now (PacksSelected: what a resume reads), so a quit before the next
+            # prompt keeps it; the loop picks it up from the next prompt.
+            still = [i for i in enforced if i in app.state.packs and i not in ids]  # just turned off
+            app.session.set_packs(ids)
+            app.state.packs = list(ids)
+            app.notify("packs: " + (", ".join(ids) or "none") + " (from the next prompt)"
+                       + (f"; the rules of {', '.join(still)} are still enforced" if still else ""))
+            app.call_later(self.redraw, {"status"})
+
+        # The guard applies the task's own whatever the selection; unselecting one only takes its
+        # text out of the prompt.
+        enforced = app.task_.enforced_rules_packs
+        app.push_screen(PackPickerScreen(app.state.packs, app.pack_catalog, enforced, app.task_.name),
+                        answered)
 
     def action_task(self) -> None:
-        self.wapp.show_task()
+        app = self.wapp
+        app.push_screen(TaskScreen(app.task_))
 
     def action_profile(self) -> None:
         """The step profile (tui/screens/profile.py); a picked line opens the ideas dialog with the
@@ -273,16 +391,27 @@ class RunScreen(Screen[None]):
         app.push_screen(ProfileScreen(runner, app.session.root / PROFILE_FILE, label), picked)
 
     def action_sessions(self) -> None:
-        self.wapp.show_sessions()
+        app = self.wapp
+        app.push_screen(SessionsScreen(app.session.id, app.session.root.parent.parent.parent))
 
     def action_help(self) -> None:
-        self.wapp.show_help()
+        app = self.wapp
+        app.push_screen(HelpScreen())
 
     def action_quit_app(self) -> None:
         self.wapp.request_quit()
 
     def action_copy(self) -> None:
-        self.wapp.copy_candidate()
+        app = self.wapp
+        c = app.state.candidate
+        if c is None:
+            app.notify("no candidate yet", severity="warning")
+            return
+        app.copy_to_clipboard(c.new)  # OSC 52: reaches the local clipboard over SSH
+        # OSC 52 asks the terminal to set the clipboard; nothing says whether it did (tmux drops
+        # it unless set-clipboard is on), so say what was sent, not that it was copied.
+        app.notify(f"sent candidate #{c.iteration} ({len(c.new.splitlines())} lines) to the terminal's "
+                   "clipboard (OSC 52; under tmux: set -g set-clipboard on)")
 
     def action_bell(self) -> None:
         self.wapp.bell_enabled = not self.wapp.bell_enabled

@@ -1,0 +1,131 @@
+"""Typed records of what an evaluation says: Verdict, ShapeResult, Recommendation.
+
+The verdict crosses module lines as a JSON object (the journal's EvalResult, `warpsmith eval --json`,
+pool and Ray workers). These dataclasses read it (`from_json`) and write it back (`to_json`) key for
+key and in the same order, so `json.dumps(Verdict.from_json(d).to_json())` is byte-identical to
+`json.dumps(d)`: consumers of `eval --json` see no change (tests/evaluate/test_records.py). Keys a
+record doesn't name (added by a stage, a later version, an e2e check) travel in `extra`.
+
+Readers move from `v.get("geomean_speedup")` to `Verdict.from_json(v).geomean_speedup` one at a time;
+the dict stays the wire format.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+R = TypeVar("R", bound="_Record")
+_META = ("extra", "_keys")
+
+
+@dataclass
+class _Record:
+    def _names(self) -> list[str]:
+        return [f.name for f in fields(self) if f.name not in _META]
+
+    @classmethod
+    def _decode(cls, name: str, value: Any) -> Any:
+        return value
+
+    @classmethod
+    def from_json(cls: type[R], d: dict[str, Any]) -> R:
+        names = [f.name for f in fields(cls) if f.name not in _META]
+        kw = {k: cls._decode(k, d[k]) for k in names if k in d}
+        obj = cls(**kw, extra={k: v for k, v in d.items() if k not in names})  # type: ignore[call-arg]
+        obj._keys = list(d)  # type: ignore[attr-defined]
+        return obj
+
+    def to_json(self) -> dict[str, Any]:
+        names = self._names()
+        extra: dict = self.extra  # type: ignore[attr-defined]
+        keys = self._keys if self._keys is not None else names + list(extra)  # type: ignore[attr-defined]
+        out: dict[str, Any] = {}
+        for k in keys:
+            if k in names:
+                out[k] = _encode(getattr(self, k))
+            elif k in extra:
+                out[k] = extra[k]
+        for k, v in extra.items():  # added after reading
+            out.setdefault(k, v)
+        return out
+
+
+def _encode(v: Any) -> Any:
+    if isinstance(v, _Record):
+        return v.to_json()
+    if isinstance(v, list) and any(isinstance(x, _Record) for x in v):
+        return [_encode(x) for x in v]
+    return v
+
+
+@dataclass
+class Recommendation(_Record):
+    action: str = "revert"  # keep | revert
+    reason: str = ""
+    can_keep: bool = False
+    extra: dict = field(default_factory=dict, repr=False)
+    _keys: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def buckets(self) -> list[str]:
+        """Buckets to keep the candidate for only (harness.evaluate.keep_policy), when it says so."""
+        return list(self.extra.get("buckets") or [])
+
+    @classmethod
+    def of(cls, verdict: dict) -> "Recommendation | None":
+        rec = verdict.get("recommendation")
+        return cls.from_json(rec) if isinstance(rec, dict) else None
+
+
+@dataclass
+class ShapeResult(_Record):
+    name: str = ""
+    dims: dict = field(default_factory=dict)
+    long: bool = False
+    protected: bool = False
+    correct: bool | None = None
+    error: str | None = None
+    candidate_us: float | None = None
+    incumbent_us: float | None = None
+    speedup: float | None = None
+    roofline_pct: float | None = None
+    candidate_graph_us: float | None = None
+    incumbent_graph_us: float | None = None
+    noise_pct: float | None = None
+    extra: dict = field(default_factory=dict, repr=False)
+    _keys: list | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class Verdict(_Record):
+    accepted: bool = False
+    stage: str = "static"
+    reasons: list = field(default_factory=list)  # [{rule, message}]
+    task: str = ""
+    candidate: str = ""
+    incumbent: str = ""
+    candidate_sha256: str = ""
+    device: str = ""
+    timing_available: bool = False
+    shapes: list[ShapeResult] = field(default_factory=list)
+    geomean_speedup: float | None = None
+    noise_band_pct: float | None = None
+    recommendation: Recommendation | None = None
+    wall_s: float = 0.0
+    violations: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    output: str = ""
+    sandbox: bool = True
+    call_timeout_s: float | None = None
+    heldout: list = field(default_factory=list)
+    hard_cases: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict, repr=False)
+    _keys: list | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def _decode(cls, name: str, value: Any) -> Any:
+        if name == "shapes" and isinstance(value, list):
+            return [ShapeResult.from_json(s) if isinstance(s, dict) else s for s in value]
+        if name == "recommendation" and isinstance(value, dict):
+            return Recommendation.from_json(value)
+        return value
