@@ -286,8 +286,13 @@ class TunerAgent:
                             f"{len({t.variant for t in tries})} variants were checked on the interpreter's shapes, "
                             "the search needs a GPU to go further")
             return
-        if all(b.done or b.absent for b in views) and any(b.done for b in views):
-            yield Exhausted("tuner: every bucket is within 10% of its roofline")
+        live = [b for b in views if not b.done and not b.absent]
+        if not live:  # nothing left to aim a search at: stop, as when every configuration was tried
+            if any(b.done for b in views):
+                yield Exhausted("tuner: every bucket is within 10% of its roofline")
+            else:
+                yield Exhausted("tuner: every bucket is done or absent: no bucket left to search ("
+                                + "; ".join(f"{b.name}: no shape of it is run on this machine" for b in views) + ")")
             return
         if left == 0:
             yield ReasoningChunk("\nEvery configuration left in the space has been tried.\n")
@@ -309,7 +314,6 @@ class TunerAgent:
                 choice, why = (s.variant, d), "its own defaults, a first look at this variant"
                 break
         if choice is None:
-            live = [b for b in views if not b.done and not b.absent]
             timed = [b for b in live if b.pct is not None]
             if timed:
                 bucket = min(timed, key=lambda b: b.pct)

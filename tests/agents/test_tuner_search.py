@@ -13,12 +13,12 @@ import re
 import optuna
 import pytest
 
-from harness.agents.base import Attempt, ProposalContext
+from harness.agents.base import Attempt, Exhausted, ProposalContext
 from harness.agents.tuner import TunerAgent
 from harness.agents.tunespace import SpaceError, hardware_limits, read_space
 from harness.loop import AutoDecider, Loop
 from harness.session import Session
-from harness.tasks import load_task
+from harness.tasks import Bucket, load_task
 
 TASK = load_task("softmax")
 
@@ -89,6 +89,27 @@ def test_a_bucket_within_ten_percent_of_its_roofline_is_done(tmp_path):
     assert loop.iteration == 1  # the first try already sits at 95%: nothing more is spent
     assert "95% of roofline" in text and "within 10% of roofline, done" in text
     assert "Bucket mid: no shape of it is run on this machine" in text
+
+
+def test_when_no_bucket_is_left_to_search_the_tuner_stops_and_says_why():
+    """Every bucket done or absent (here: the task's one bucket holds rows longer than any shape this
+    machine ran, and each variant's defaults are tried) leaves no bucket to aim at: the tuner says so
+    and stops, as it does when every bucket is done (it divided by the empty list of live buckets)."""
+    task = dataclasses.replace(TASK, buckets=[Bucket("huge", "cols", 1 << 20, 1 << 30)])
+    history = []
+    for i, rel in enumerate(TASK.raw["variants"], 1):
+        space = read_space((TASK.root / rel).read_text(), rel)
+        verdict = timed((TASK.root / rel).read_text(), pct=50.0)
+        history.append(Attempt(i, rel, "reverted", meta={"variant": rel, "config": space.default()},
+                               shapes=verdict["shapes"]))
+    ctx = ProposalContext(task, len(history) + 1, TASK.baseline_path.read_text(), "c", history, [])
+    events = list(TunerAgent().propose(ctx))
+    assert not [e for e in events if type(e).__name__ == "Proposal"]
+    assert isinstance(events[-1], Exhausted) and not events[-1].fatal
+    assert events[-1].reason == ("tuner: every bucket is done or absent: no bucket left to search "
+                                 "(huge: no shape of it is run on this machine)")
+    text = "".join(e.text for e in events if type(e).__name__ == "ReasoningChunk")
+    assert "Bucket huge: no shape of it is run on this machine" in text
 
 
 def propose(ideas=(), history=(), task=TASK, iteration=None):
