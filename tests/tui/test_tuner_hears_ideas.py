@@ -17,8 +17,10 @@ async def test_the_tuner_says_what_it_took_from_ideas_and_what_it_cannot_use(tmp
     app = make_app(tmp_path, session=session, iterations=1,
                    agent_factory=lambda _script: TunerAgent(session_dir=session.root))
     async with app.run_test(size=(280, 60)) as pilot:
-        await wait_until(pilot, lambda: "Can't use" in screen_text(app), timeout=120,
-                         what="the tuner's answer to the ideas in the reasoning pane")
+        # The pane shows each chunk as it streams; the journal gets the whole text once the proposal
+        # stream ends (Loop.stream_proposal), a moment later: wait for both.
+        await wait_until(pilot, lambda: "Can't use" in screen_text(app) and journal_kinds(app, "Reasoning"),
+                         timeout=120, what="the tuner's answer to the ideas in the reasoning pane and the journal")
         # The pane wraps the line; what it renders is the journal's Reasoning text, word for word.
         text = "".join(r["text"] for r in journal_kinds(app, "Reasoning"))
         assert "taken: idea 'more warps'" in text
