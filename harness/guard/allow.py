@@ -14,7 +14,8 @@ instead:
                    subscripts, `|`, None; strings and module-level names in it likewise): typing's
                    get_type_hints and torch.library's schema inference eval() annotations.
                    Attributes are written (assigned, deleted, setattr) only on objects the module
-                   owns: its classes, `self` in their methods, names bound to an instance of them.
+                   owns: its classes, `self` in their methods, names bound to an instance of them;
+                   a `_private` attribute is read only where the module defines that name.
   no-dunder        no double-underscore names at all (`__name__`, `__dict__`, `__class__`, getattr
                    with a literal dunder, a concatenated one included), except defining `__init__`,
                    `__call__`, `__post_init__`, `__repr__` in a class and calling `super().__init__`.
@@ -298,6 +299,7 @@ def check_names(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
                     break
     out += check_annotations(m)
     out += check_attribute_writes(m)
+    out += check_private_reads(m)
     # builtins: allowed by name; any other builtin that isn't rebound by the module is a violation
     bad = sorted(_BUILTIN_NAMES - SAFE_BUILTINS, key=len, reverse=True)
     brx = _bad_builtins_re(tuple(bad))
@@ -391,6 +393,35 @@ def check_attribute_writes(m: ModuleModel) -> list[_Hit]:
         if obj is not None and not _owned(m, obj, own, instances):
             out.append(_Hit(report, f"`{text(report)[:60]}` writes an attribute of an object the module does not own "
                                     "(only its own classes, `self` and instances of them)"))
+    return out
+
+
+def check_private_reads(m: ModuleModel) -> list[_Hit]:
+    """A `_private` attribute is read only where the module defines that name itself (`self._impl`,
+    a `_helper` method): past an allowed name attributes are those of a value and are not judged,
+    and a private one of somebody else's object (`typing.ForwardRef(s)._evaluate(...)`, a storage's
+    `_share_filename_cpu_`) is an internal API with no place in a kernel."""
+    defined: set[str] = set(m.functions) | set(m.methods) | set(m.nested) | set(m.classes) | set(m.module_bindings)
+    for a in m.nodes("assignment"):
+        for t in _write_targets(a.child_by_field_name("left")):
+            defined.add(text(t.child_by_field_name("attribute")))
+    for n in _walk_types(m.root, ("identifier",)):
+        p = n.parent
+        if p is not None and p.type in ("parameters", "default_parameter", "typed_parameter",
+                                        "typed_default_parameter", "keyword_argument"):
+            defined.add(text(n))
+    out: list[_Hit] = []
+    for n in _walk_types(m.root, ("attribute",)):
+        name = text(n.child_by_field_name("attribute"))
+        if not name.startswith("_") or name.startswith("__") or name in defined:
+            continue
+        root = n
+        while root.type == "attribute":
+            root = root.child_by_field_name("object")
+        if root.type == "identifier" and text(root) in m.aliases:
+            continue  # a chain from an import: the names check judges it (torch._C, ...)
+        out.append(_Hit(n, f"`{text(n)[:60]}` reads `{name}`, a private attribute of an object the module does "
+                           "not define"))
     return out
 
 

@@ -197,3 +197,23 @@ _L.block = 2048
 Launcher.count = 0
 '''
     assert not errors(src)
+
+
+def test_private_attributes_of_foreign_objects_are_refused_and_own_ones_allowed():
+    foreign = "_S = torch.empty(0).untyped_storage()._share_filename_cpu_()\n"
+    assert "allowed-names" in errors(KERNEL + "\n" + foreign)
+    own = '''
+
+class _Impl:
+    def __init__(self):
+        self._calls = 0
+
+    def _go(self):
+        self._calls += 1
+        return self._calls
+
+
+_I = _Impl()
+_N = _I._go()
+'''
+    assert not errors(KERNEL + own)
