@@ -22,3 +22,17 @@ def test_a_sampled_row_max_is_rejected_by_a_hard_case_on_a_wide_row(tmp_path):
     failed = [h for h in v["hard_cases"] if h["correct"] is False]
     assert failed and {h["case"] for h in failed} & {"one huge value", "huge values"}
     assert any(r["rule"] == "hard-case-incorrect" for r in v["reasons"])
+
+
+def test_the_interpreters_heldout_subset_always_has_both_ends_of_the_range():
+    # A rmsnorm that divides by the width rounded up to 8 is off by 8x at one column and within
+    # tolerance at 20500: it passed whenever the seeded subset left out the shortest width.
+    from harness.evaluate.heldout import draw_shapes
+
+    for name in ("rmsnorm", "softmax"):
+        t = load_task(name)
+        ref = t.load_reference()
+        lo, hi = t.heldout.ranges_for(False)["cols"]
+        for secret in range(40):
+            cols = [s.dims["cols"] for s, _ in draw_shapes(t, ref, False, secret)]
+            assert min(cols) == lo and max(cols) == hi, (name, secret, cols)
