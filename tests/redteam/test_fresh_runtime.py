@@ -36,3 +36,19 @@ def test_the_interpreters_heldout_subset_always_has_both_ends_of_the_range():
         for secret in range(40):
             cols = [s.dims["cols"] for s, _ in draw_shapes(t, ref, False, secret)]
             assert min(cols) == lo and max(cols) == hi, (name, secret, cols)
+
+
+def test_softmax_constant_rows_always_hold_both_extremes_and_a_zero_padded_max_is_rejected():
+    # max(0, row max) (masked lanes loaded as 0.0) is right unless a row is all very negative:
+    # it passed whenever the seed drew no such row.
+    import torch
+
+    t = load_task("softmax")
+    ref = t.load_reference()
+    for seed in range(20):
+        (x,) = ref.make_inputs({"rows": 2, "cols": 8, "case": "constant rows"}, torch.bfloat16, seed, "cpu")
+        assert x[0].float().max() <= -9000 and x[1].float().min() >= 9000
+    v = evaluate(t, REPO / "bench" / "fresh_redteam" / "cheats" / "zero_padded_max.py",
+                 options=EvalOptions(on_gpu=False, static=False, seed=11))
+    assert not v["accepted"]
+    assert any(h["case"] == "constant rows" and h["correct"] is False for h in v["hard_cases"])
