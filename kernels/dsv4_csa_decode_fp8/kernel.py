@@ -1,8 +1,7 @@
 """Baseline CSA sparse decode over FlashMLA's FP8 MODEL1 compressed cache: flash-decoding in one or
 two Triton launches. Same structure as dsv4_csa_decode's baseline; a compressed entry is read as its
-584 bytes (448 e4m3 + 64 bf16 RoPE + 8 scale bytes) instead of 1024, which is why this variant is
-the faster one on every shape: the same configuration moves fewer bytes through fewer stages of
-shared memory.
+584 bytes (448 e4m3 + 64 bf16 RoPE + 8 scale bytes) instead of 1024: the same schedule moves fewer
+bytes (whether that makes it faster depends on the dequantisation's cost: issue 19's `fp8` target).
 
 1. `_csa_fp8_partial`, grid (head blocks, splits, batch): each program walks its slice of the
    combined key axis [128 window slots | topk selected entries] in two loops (bf16 window rows,
@@ -11,11 +10,14 @@ shared memory.
    [BLOCK_N, 8 tiles, 64] tile: tiles 0-6 its e4m3 bytes times each tile's ue8m0 scale 2^(e-127),
    tile 7 its 64 bf16 RoPE values; exact in bf16, then the same bf16 tensor-core dots (fp32
    accumulation) as the bf16 task. Entry j lives at (block j // 64, slot j % 64) of the
-   sequence's blocks.
-   When batch x head blocks about fill the GPU alone (FUSE_AT; e.g. batch 128), there is one split and the same
-   program finishes the heads (`_finish`): one launch, no partials.
-2. `_csa_fp8_combine`, grid (batch, heads), only with splits: merges the splits' (max, sum, acc), adds the attention
-   sink to the denominator, applies the inverse RoPE to the last 64 dims, writes bf16.
+   sequence's blocks; its 8 scale bytes are one aligned 8-byte word. The three loads of a step
+   (e4m3 bytes, scale words, RoPE values) are software-pipelined (cp.async) like the bf16 rows.
+   Split count as dsv4_csa_decode (SPLITS 0 = automatic: batch x head blocks x splits within
+   WAVES x SMs, splits of >= MIN_SPLIT_KEYS keys). With one split the same program finishes the
+   heads (`_finish`: sink, normalisation, inverse RoPE through an fp32 scratch row): one launch.
+2. `_csa_fp8_combine`, grid (batch, heads), only with splits: merges the splits' (max, sum, acc)
+   COMBINE_SPLITS at a time, adds the attention sink to the denominator, applies the inverse RoPE
+   to the last 64 dims, writes bf16.
 
 Configuration: BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES are the preferred point; the wrapper lowers
 stages, then BLOCK_N, until its shared-memory estimate fits the device's opt-in limit and the

@@ -113,6 +113,9 @@ def _keys(t0, end, wlen, win_base, comp_base, sw_t, sc_t, dims, W: tl.constexpr,
     in_win = t < W
     valid = tl.where(in_win, t < wlen, True) & (t < end)
     rows = tl.where(in_win, win_base + t.to(tl.int64) * sw_t, comp_base + tl.maximum(t - W, 0).to(tl.int64) * sc_t)
+    # Triton's alignment analysis loses the rows' 16-byte alignment through the select: restate it,
+    # or the 1 KiB rows load element by element (no 16-byte vectors, no cp.async pipeline).
+    rows = tl.multiple_of(rows, 16)
     return tl.load(rows[:, None] + dims[None, :], mask=valid[:, None], other=0.0), valid
 
 
