@@ -11,16 +11,15 @@ own graph time subtracted, i.e. GPU time reading from HBM), % of roofline (of `c
   fp8     dsv4_csa_decode_fp8 no slower than dsv4_csa_decode on the shape (cold, 2% noise margin)
 Each row also says what the compiler made of the decode kernel's partial pass (registers a thread,
 spilled bytes, wgmma instructions: `kernel.last_launch["compiled"]`).
-Sweeps (each point checked against the reference):
-  splits  on every decode shape, with the inputs already built: SPLITS = 1, 2, 4, ... (the key axis
-          cut into that many slices, then the combine; 1 = one launch), no recompile of the partial
-          kernel; timed by the shape's target (cold where roof >= 10 us, graph where launch-bound).
-          The table's `best split` column and its `targets@best` say whether choosing the split
-          count per shape meets the targets.
+In order, each while the budget lasts (--budget-s, default 220 s; the table comes first), every
+point checked against the reference:
   config  (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WARP_SPEC) on a fused (batch 128) and a split
           shape, timed `cold`, printing which point each shape prefers (each point compiles).
+  splits  every decode shape at SPLITS = 1, 2, 4, ... 32 (the key axis cut into that many slices,
+          then the combine; 1 = one launch; no recompile of the partial kernel), timed by the
+          shape's target (cold where roof >= 10 us, graph where launch-bound); a second table gives
+          the automatic and the best count, and the targets at the best count.
   indexer the split top-k's MIN_CHUNK, 4 points at 256k-1M (the last point: no split).
-Everything stops at --budget-s (default 220 s) with what it has: the table is printed first.
 
     PYTHONPATH=. python bench/dsv4_targets.py [--tasks ...] [--no-sweep] [--shapes NAME,...] [--budget-s S]
 
@@ -45,15 +44,14 @@ DECODE = ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"]
 CONTEXT = ["dsv4_indexer_topk"]
 ROOF_FLOOR_US, ROOF_TARGET, LAUNCH_US, FP8_MARGIN = 10.0, 0.40, 15.0, 1.02
 # (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WARP_SPEC): the committed point first, then the moves
-# most likely to matter, most informative first (the budget may stop the list). On sm_90a the
-# committed point compiles to 255 registers with ~700 B spilled a thread (ptxas -v): BLOCK_N 32
-# spills less; WARP_SPEC asks Triton to warp-specialise the key loop (may not compile: 'x').
-SWEEP = [(64, 64, 8, 2, 0), (64, 32, 8, 2, 0), (64, 32, 8, 3, 0), (64, 64, 8, 1, 0), (64, 64, 8, 2, 1),
-         (32, 64, 4, 2, 0)]
+# most likely to matter, most informative first (the budget may stop the list). bench/sm90_report.py
+# on sm_90a: BLOCK_N 64 (the old default) compiles to 255 registers with 60-320 B spilled a thread,
+# BLOCK_N 32 to 0-12 B; WARP_SPEC asks Triton to warp-specialise the key loop (may not compile: 'x').
+SWEEP = [(64, 32, 8, 3, 0), (64, 64, 8, 2, 0), (64, 32, 8, 3, 1), (64, 32, 8, 2, 0), (64, 16, 8, 4, 0)]
 SWEEP_KNOBS = ("BLOCK_H", "BLOCK_N", "NUM_WARPS", "NUM_STAGES", "WARP_SPEC")
 SWEEP_SHAPES = {"dsv4_csa_decode": ["flash 8k x128", "pro 64k x64"], "dsv4_hca_decode": ["pro 8k x128"],
                 "dsv4_csa_decode_fp8": ["pro 8k x128"]}
-SPLIT_POINTS = [1, 2, 4, 8, 16, 32, 64]  # SPLITS values of the split sweep (clamped to the key blocks)
+SPLIT_POINTS = [1, 2, 4, 8, 16, 32]  # SPLITS values of the split sweep (clamped to the key blocks)
 BUDGET_S = 220.0
 _t0 = time.time()
 
@@ -134,7 +132,7 @@ def split_sweep(task, ref, kfn, kmod, inputs, expected, row, flush_only_us) -> N
     seen, results = set(), []
     try:
         for n in SPLIT_POINTS:
-            if left_s() < 40:
+            if left_s() < 10:
                 break
             kmod.SPLITS = n
             try:
@@ -152,6 +150,7 @@ def split_sweep(task, ref, kfn, kmod, inputs, expected, row, flush_only_us) -> N
                 results.append((float("inf"), n, f"x {type(e).__name__}"))
     finally:
         kmod.SPLITS = base
+        getattr(kmod, "_workspace", {}).clear()  # up to 1 GiB of partials a split count at batch 128 x 128 heads
     if results:
         best = min(results)
         row["best_split"] = dict(splits=best[1], us=best[0], metric="graph" if launch_bound else "cold",
@@ -194,30 +193,39 @@ def print_table(rows, bw, device=None) -> None:
     print(f"\n## DeepSeek V4 decode baselines against issue 19's targets on {device} "
           f"(copy bw {bw / 1e12:.2f} TB/s; us per call)")
     print("| task | shape | roofline | eager | do_bench | graph | cold graph | % roof (cold) | targets | config | "
-          "regs/spill B/wgmma | KV splits | best split: us | targets@best |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|---|---|")
+          "regs/spill B/wgmma | KV splits |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
     for r in rows:
         cfg = "/".join(str(r["config"].get(k, "-")) for k in SWEEP_KNOBS)
         c = r.get("compiled") or {}
         comp = f"{c['regs']}/{c['spills']}/{c['wgmma']}" if "regs" in c else c.get("error", "-")
-        b = r.get("best_split")
-        best = f"{b['splits']}: {b['us']:.1f} {b['metric']}" if b else "-"
         print(f"| {r['task'].removeprefix('dsv4_')} | {r['shape']} | {r['roof_us']:.1f} | {r['eager_us']:.1f} | "
               f"{r['bench_us']:.1f} | {r['graph_us']:.1f} | {r['cold_us']:.1f} | {r['pct_roof']:.0f}% | "
-              f"{', '.join(r['marks']) or '-'} | {cfg} | {comp} | {r.get('splits') or '-'} | {best} | "
-              f"{', '.join(r.get('marks_best') or []) or '-'} |")
+              f"{', '.join(r['marks']) or '-'} | {cfg} | {comp} | {r.get('splits') or '-'} |")
     fails = [f"{r['task']} {r['shape']}: {m}" for r in rows for m in r["marks"] if "FAIL" in m]
     print(f"\ntargets: {sum(len(r['marks']) for r in rows) - len(fails)} pass, {len(fails)} fail"
           + ("".join(f"\n  FAIL {f}" for f in fails)))
+
+
+def print_split_table(rows) -> None:
+    """The split sweep: each decode row's automatic split count and time against the best count,
+    and issue 19's targets at the best count (what a per-shape split rule would reach)."""
     best = [r for r in rows if r.get("marks_best")]
     if best:
+        print("\n## split sweep: automatic vs best split count (us by the shape's target: cold, or graph if launch-bound)")
+        print("| task | shape | roofline | auto splits | auto us | best splits | best us | % roof @best | targets@best |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for r in best:
+            b = r["best_split"]
+            auto = r["cold_us"] if b["metric"] == "cold" else r["graph_us"]
+            cold = b["us"] if b["metric"] == "cold" else r["cold_us"]
+            print(f"| {r['task'].removeprefix('dsv4_')} | {r['shape']} | {r['roof_us']:.1f} | {r.get('splits')} | "
+                  f"{auto:.1f} | {b['splits']} | {b['us']:.1f} | {100 * r['roof_us'] / cold:.0f}% | "
+                  f"{', '.join(r['marks_best'])} |")
         bfails = [f"{r['task']} {r['shape']}: {m}" for r in best for m in r["marks_best"] if "FAIL" in m]
         print(f"targets at each shape's best split count ({len(best)} rows swept): "
               f"{sum(len(r['marks_best']) for r in best) - len(bfails)} pass, {len(bfails)} fail"
               + ("".join(f"\n  FAIL@best {f}" for f in bfails)))
-        for r in best:
-            print(f"splits {r['task'].removeprefix('dsv4_'):16s} {r['shape']:14s} auto {r.get('splits')} -> best "
-                  f"{r['best_split']['splits']} ({r['best_split']['metric']} us: {r['best_split']['points']})")
 
 
 def sweep(names, only, flush_only_us, shapes_of=lambda task: task.shapes) -> None:
@@ -319,15 +327,18 @@ def main(argv=None) -> int:
 
 
 def run(names, only, rep_ms, do_sweep, bw, device_name, shapes_of=lambda task: task.shapes) -> int:
+    """1. every row (the table); 2. the config sweep; 3. the split sweep on every decode shape (then
+    the targets at each shape's best split count); 4. the indexer's MIN_CHUNK: each while budget lasts."""
     flush_only_us = graph_us(None, flush=True)
     print(f"# {device_name} torch {torch.__version__} copy bw {bw / 1e12:.2f} TB/s, "
           f"L2 flush {flush_only_us:.1f} us, budget {BUDGET_S:.0f} s", flush=True)
-    rows = []
+    rows, parts = [], {}
     for name in names:
         task = load_task(name, check_null=False)
         ref = task.load_reference()
         kmod = load_module(task.baseline_path, f"targets_{name}")
         kfn = getattr(kmod, task.entry)
+        parts[name] = (task, ref, kmod, kfn)
         for shape in shapes_of(task):
             if only and shape.name not in only:
                 continue
@@ -339,28 +350,43 @@ def run(names, only, rep_ms, do_sweep, bw, device_name, shapes_of=lambda task: t
                 inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
                 expected = ref.reference(*inputs)
                 r = measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us, inputs, expected)
-                # The split sweep reuses the inputs; it leaves room for the config sweep's start.
-                if do_sweep and name in DECODE and hasattr(kmod, "SPLITS") and left_s() > 0.45 * BUDGET_S:
-                    split_sweep(task, ref, kfn, kmod, inputs, expected, r, flush_only_us)
             except Exception as e:  # one broken shape must not cost the rest of a GPU session
                 print(f"{name:20s} {shape.name:15s} ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
-                torch.cuda.empty_cache()
                 continue
             finally:
                 inputs = expected = None
                 torch.cuda.empty_cache()
+            r["dims"] = shape.dims
             rows.append(r)
-            c = r["compiled"]
             print(f"{name:20s} {shape.name:15s} roof {r['roof_us']:7.1f} eager {r['eager_us']:8.1f} do_bench "
                   f"{r['bench_us']:7.1f} graph {r['graph_us']:7.1f} cold {r['cold_us']:7.1f} us "
                   f"{r['pct_roof']:5.1f}% {'ok' if r['ok'] else 'FAIL ' + str(r['error'])[:60]} "
-                  f"splits {r['splits']} {r['config']} {c}"
-                  + (f" | best split {r['best_split']['splits']}: {r['best_split']['us']:.1f} us {r['best_split']['metric']}"
-                     if r.get("best_split") else "") + f" ({time.time() - t0:.0f}s)", flush=True)
+                  f"splits {r['splits']} {r['config']} {r['compiled']} ({time.time() - t0:.0f}s)", flush=True)
     judge(rows)
     print_table(rows, bw, device_name)
     if do_sweep:
         sweep([n for n in names if n in DECODE], only, flush_only_us, shapes_of)
+        print("\n## split sweep (SPLITS = " + ", ".join(map(str, SPLIT_POINTS)) + "; us by the shape's target)", flush=True)
+        for r in rows:
+            if r["task"] not in DECODE or left_s() < 15:
+                continue
+            task, ref, kmod, kfn = parts[r["task"]]
+            t0 = time.time()
+            try:
+                inputs = ref.make_inputs(r["dims"], torch.bfloat16, 0, DEVICE)
+                expected = ref.reference(*inputs)
+                split_sweep(task, ref, kfn, kmod, inputs, expected, r, flush_only_us)
+            except Exception as e:
+                print(f"splits {r['task']} {r['shape']} ERROR {type(e).__name__}: {str(e)[:200]}", flush=True)
+            finally:
+                inputs = expected = None
+                torch.cuda.empty_cache()
+            if r.get("best_split"):
+                print(f"splits {r['task'].removeprefix('dsv4_'):16s} {r['shape']:14s} auto {r.get('splits')} -> best "
+                      f"{r['best_split']['splits']} ({r['best_split']['metric']} us: {r['best_split']['points']}) "
+                      f"({time.time() - t0:.0f}s)", flush=True)
+        judge(rows)
+        print_split_table(rows)
         if "dsv4_indexer_topk" in names and left_s() > 20:
             sweep_indexer(only or set(INDEXER_SHAPES), flush_only_us, shapes_of)
     print(f"\n# done in {time.time() - _t0:.0f} s of {BUDGET_S:.0f}", flush=True)
