@@ -42,6 +42,7 @@ WAVES = 1  # automatic splits: at most WAVES x SMs programs in all
 MIN_SPLIT_KEYS = 128  # automatic splits: no split shorter than this many keys
 COMBINE_SPLITS = 16  # splits the combine merges per step (loads in flight together)
 WARP_SPEC = 0  # 1: the entry loop as tl.range(warp_specialize=True), Triton's automatic warp specialisation
+# (Triton 3.9 on sm_90a compiles the same kernel with or without it; kept for newer Tritons and Blackwell)
 # DeepSeek V4 / FlashMLA MODEL1 constants, not tunables (tuples: the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
 D_NOPE, TILE, ROW_BYTES, CACHE_BLOCK = 448, 64, 576, 64
@@ -294,9 +295,17 @@ def _as_rows(x):
     return x if x.stride(-1) == 1 else x.contiguous()
 
 
+def _aligned_rows(x):
+    """Dense rows that start on 16 bytes (the kernel promises the compiler 16-byte aligned KV rows,
+    and reads FP8 scale words 8 bytes at a time): other strides are copied once, never misread."""
+    x = _as_rows(x)
+    row_bytes_ok = all(s * x.element_size() % 16 == 0 for s in x.stride()[:-1])
+    return x if row_bytes_ok and x.data_ptr() % 16 == 0 else x.contiguous()
+
+
 def dsv4_csa_decode_fp8(q, kv_window, window_len, comp_cache, indices, sinks, cos, sin):
     # Only the innermost dim must be dense: other strides go to the kernel (no copies per call).
-    q, kv_window, comp_cache, indices = _as_rows(q), _as_rows(kv_window), _as_rows(comp_cache), _as_rows(indices)
+    q, kv_window, comp_cache, indices = _as_rows(q), _aligned_rows(kv_window), _aligned_rows(comp_cache), _as_rows(indices)
     if not (window_len.is_contiguous() and sinks.is_contiguous() and cos.is_contiguous() and sin.is_contiguous()):
         window_len, sinks, cos, sin = (x.contiguous() for x in (window_len, sinks, cos, sin))
     B, H, d = q.shape

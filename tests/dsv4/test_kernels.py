@@ -300,3 +300,16 @@ def test_decode_baseline_finishes_in_one_launch_when_the_batch_fills_the_gpu(nam
         out = getattr(k, t.entry)(*inputs)
         assert k.last_launch["fused"] and k.last_launch["splits"] == 1
         assert compare(t, ref, out, ref.reference(*inputs), inputs, "bfloat16") is None, shape.name
+
+
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_hca_decode"])
+def test_decode_baseline_reads_odd_row_strides_correctly(name):
+    """The kernels tell the compiler the KV rows start on 16 bytes: a cache whose rows do not (a
+    view with an odd row stride) is copied first, so the result is still the reference's."""
+    t, ref, k = parts(name)
+    q, kvw, wl, comp, sel, sinks, cos, sin = ref.make_inputs(t.interpreter_shapes[0].dims, BF, 2, "cpu")
+    odd = torch.zeros(comp.shape[0], comp.shape[1], 513, dtype=comp.dtype)[..., :512]
+    odd.copy_(comp)
+    assert odd.stride(1) == 513 and k._aligned_rows(odd).stride(1) == 512
+    inputs = (q, kvw, wl, odd, sel, sinks, cos, sin)
+    assert compare(t, ref, getattr(k, t.entry)(*inputs), ref.reference(*inputs), inputs, "bfloat16") is None
