@@ -229,7 +229,7 @@ def print_split_table(rows) -> None:
               + ("".join(f"\n  FAIL@best {f}" for f in bfails)))
 
 
-def sweep(names, only, flush_only_us, shapes_of=lambda task: task.shapes) -> None:
+def sweep(names, only, flush_only_us, shapes_of=lambda task: task.shapes, until=float("inf")) -> None:
     print("\n## config sweep (cold graph us; config = BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES/WARP_SPEC, 's' = split + "
           "combine, then regs/spill B; '!' wrong output, 'x' error; the point may be lowered to fit shared memory)")
     for name in names:
@@ -239,15 +239,15 @@ def sweep(names, only, flush_only_us, shapes_of=lambda task: task.shapes) -> Non
         kfn = getattr(kmod, task.entry)
         base = {k: getattr(kmod, k) for k in SWEEP_KNOBS}
         for shape in [s for s in shapes_of(task) if s.name in (only or SWEEP_SHAPES.get(name, []))]:
-            if left_s() < 30:
-                print(f"sweep {name.removeprefix('dsv4_')} {shape.name}: skipped, budget spent", flush=True)
+            if left_s() < 30 or time.time() > until:
+                print(f"sweep {name.removeprefix('dsv4_')} {shape.name}: skipped, its share of the budget spent", flush=True)
                 continue
             t0 = time.time()
             inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
             expected = ref.reference(*inputs)
             results = []
             for point in SWEEP:
-                if results and left_s() < 25:
+                if results and (left_s() < 25 or time.time() > until):
                     break
                 for k, v in zip(SWEEP_KNOBS, point):
                     setattr(kmod, k, v)
@@ -366,7 +366,8 @@ def run(names, only, rep_ms, do_sweep, bw, device_name, shapes_of=lambda task: t
     judge(rows)
     print_table(rows, bw, device_name)
     if do_sweep:
-        sweep([n for n in names if n in DECODE], only, flush_only_us, shapes_of)
+        # The config sweep compiles at each point: it gets 40% of what is left, the split sweep the rest.
+        sweep([n for n in names if n in DECODE], only, flush_only_us, shapes_of, until=time.time() + 0.4 * left_s())
         print("\n## split sweep (SPLITS = " + ", ".join(map(str, SPLIT_POINTS)) + "; us by the shape's target)", flush=True)
         for r in rows:
             if r["task"] not in DECODE or left_s() < 15:
