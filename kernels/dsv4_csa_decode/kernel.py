@@ -23,6 +23,9 @@ Configuration: BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES are the preferred point; the
 stages, then BLOCK_N, until its shared-memory estimate fits the device's opt-in limit and the
 compiled kernel's shared memory does too (checked once per device, before any launch).
 
+Known cost (sm_90a, Triton 3.9): Triton gives the first dot of a chained pair all 8 warps along M
+(`warpsPerTileV3`), so at BLOCK_H 64 both warpgroups compute the same S = QK^T: it costs twice.
+
 Simple on purpose: plain pointer gathers (no TMA), no warp specialisation, a separate combine
 launch; the agent can pipeline the gathers, fuse the combine, or split the value dims.
 """
@@ -35,7 +38,7 @@ import triton.language as tl
 BLOCK_H = 64  # heads per program: one wgmma M tile; Flash's 64 heads read each KV row once
 BLOCK_N = 32  # keys per loop step (sm_90a: 0-12 B spilled a thread; 64 spills 60-320 B: bench/sm90_report.py)
 NUM_WARPS = 8  # warps of the partial kernel (two warpgroups: BLOCK_H x 512 fp32 acc in registers)
-NUM_STAGES = 3  # software-pipeline depth wanted (2 tiles in flight); lowered per device until it fits shared memory
+NUM_STAGES = 3  # software-pipeline depth asked of Triton; lowered per device until it fits shared memory
 SPLITS = 0  # 0: automatic (below); n > 0: exactly min(n, key blocks) splits (1 = one launch, no combine)
 WAVES = 1  # automatic splits: at most WAVES x SMs programs in all
 MIN_SPLIT_KEYS = 128  # automatic splits: no split shorter than this many keys
