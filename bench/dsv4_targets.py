@@ -9,12 +9,19 @@ own graph time subtracted, i.e. GPU time reading from HBM), % of roofline (of `c
   roof40  CSA/HCA >= 40% of roofline (cold) where the roofline is >= 10 us
   launch  <= 15 us a call under graph replay where the roofline is < 10 us (launch-bound)
   fp8     dsv4_csa_decode_fp8 no slower than dsv4_csa_decode on the shape (cold, 2% noise margin)
-Then a small sweep over the kernels' module knobs (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WAVES,
-FUSE_AT; a few points, each checked against the reference) on a few shapes, timed `cold`, printing which
-configuration each shape prefers. The indexer (dsv4_indexer_topk) gets one row per shape for context,
-and its split top-k's MIN_CHUNK a 4-point sweep at 256k-1M (the last point: no split).
+Each row also says what the compiler made of the decode kernel's partial pass (registers a thread,
+spilled bytes, wgmma instructions: `kernel.last_launch["compiled"]`).
+In order, each while the budget lasts (--budget-s, default 220 s; the table comes first), every
+point checked against the reference:
+  config  (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WARP_SPEC) on a fused (batch 128) and a split
+          shape, timed `cold`, printing which point each shape prefers (each point compiles).
+  splits  every decode shape at SPLITS = 1, 2, 4, ... 32 (the key axis cut into that many slices,
+          then the combine; 1 = one launch; no recompile of the partial kernel), timed by the
+          shape's target (cold where roof >= 10 us, graph where launch-bound); a second table gives
+          the automatic and the best count, and the targets at the best count.
+  indexer the split top-k's MIN_CHUNK, 4 points at 256k-1M (the last point: no split).
 
-    PYTHONPATH=. python bench/dsv4_targets.py [--tasks ...] [--no-sweep] [--shapes NAME,...]
+    PYTHONPATH=. python bench/dsv4_targets.py [--tasks ...] [--no-sweep] [--shapes NAME,...] [--budget-s S]
 
 Imports only torch, triton and harness.tasks (via bench/dsv4.py): it runs on the bare GPU box.
 """
@@ -36,12 +43,22 @@ from harness.tasks import compare, load_module, load_task  # noqa: E402
 DECODE = ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"]
 CONTEXT = ["dsv4_indexer_topk"]
 ROOF_FLOOR_US, ROOF_TARGET, LAUNCH_US, FP8_MARGIN = 10.0, 0.40, 15.0, 1.02
-# (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WAVES, FUSE_AT): the committed point first, then a few moves.
-# FUSE_AT 9: never one launch at these batches (always split, then combine).
-SWEEP = [(64, 64, 8, 2, 2, 0.75), (64, 32, 8, 2, 2, 0.75), (64, 64, 8, 1, 2, 0.75), (32, 64, 4, 2, 2, 0.75),
-         (64, 64, 8, 2, 1, 0.75), (64, 64, 8, 2, 4, 0.75), (64, 64, 8, 2, 2, 9)]
-SWEEP_KNOBS = ("BLOCK_H", "BLOCK_N", "NUM_WARPS", "NUM_STAGES", "WAVES", "FUSE_AT")
-SWEEP_SHAPES = ["flash 8k x128", "pro 8k x128", "flash 64k x64"]  # the launch-bound ones do not care
+# (BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WARP_SPEC): the committed point first, then the moves
+# most likely to matter, most informative first (the budget may stop the list). bench/sm90_report.py
+# on sm_90a: BLOCK_N 64 (the old default) compiles to 255 registers with 60-320 B spilled a thread,
+# BLOCK_N 32 to 0-12 B. Not swept: WARP_SPEC 1 and NUM_STAGES 4 compile to the same sm_90a kernel
+# as the committed point with Triton 3.9 (same registers, shared memory and cp.async count).
+SWEEP = [(64, 32, 8, 3, 0), (64, 64, 8, 2, 0), (64, 32, 8, 2, 0), (64, 16, 8, 4, 0)]
+SWEEP_KNOBS = ("BLOCK_H", "BLOCK_N", "NUM_WARPS", "NUM_STAGES", "WARP_SPEC")
+SWEEP_SHAPES = {"dsv4_csa_decode": ["flash 8k x128", "pro 64k x64"], "dsv4_hca_decode": ["pro 8k x128"],
+                "dsv4_csa_decode_fp8": ["pro 8k x128"]}
+SPLIT_POINTS = [1, 2, 4, 8, 16, 32]  # SPLITS values of the split sweep (clamped to the key blocks)
+BUDGET_S = 220.0
+_t0 = time.time()
+
+
+def left_s() -> float:
+    return BUDGET_S - (time.time() - _t0)
 
 _flush_buf = None
 DEVICE = "cuda"  # "cpu" only in --smoke (the tests: the code path in the interpreter, wall-clock times)
@@ -93,9 +110,7 @@ def cold_us(fn, flush_only_us) -> float:
     return max(graph_us(fn, flush=True) - flush_only_us, 0.01)
 
 
-def measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us) -> dict:
-    inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
-    expected = ref.reference(*inputs)
+def measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us, inputs, expected) -> dict:
     err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
     roof = ref.bytes_moved(shape.dims, torch.bfloat16) / bw * 1e6
     row = dict(task=name, shape=shape.name, roof_us=roof, ok=err is None, error=err,
@@ -104,66 +119,143 @@ def measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us) -> dic
                graph_us=graph_us(lambda: kfn(*inputs)),
                cold_us=cold_us(lambda: kfn(*inputs), flush_only_us),
                config=dict(getattr(kmod, "last_launch", {}).get("config") or {}),
+               compiled=dict(getattr(kmod, "last_launch", {}).get("compiled") or {}),
                splits=getattr(kmod, "last_launch", {}).get("splits"))
     row["pct_roof"] = 100 * roof / row["cold_us"]
-    del inputs, expected
-    torch.cuda.empty_cache()
     return row
 
 
+def split_sweep(task, ref, kfn, kmod, inputs, expected, row, flush_only_us) -> None:
+    """SPLITS over SPLIT_POINTS on inputs already built, timed by the row's target metric (cold
+    where the roofline is >= 10 us, graph where launch-bound); the best point goes into the row."""
+    launch_bound = row["roof_us"] < ROOF_FLOOR_US
+    base = kmod.SPLITS
+    seen, results = set(), []
+    try:
+        for n in SPLIT_POINTS:
+            if left_s() < 10:
+                break
+            kmod.SPLITS = n
+            try:
+                err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
+                got = kmod.last_launch["splits"]
+                if got in seen:
+                    continue
+                seen.add(got)
+                if err is not None:
+                    results.append((float("inf"), got, "!"))
+                    continue
+                us = graph_us(lambda: kfn(*inputs)) if launch_bound else cold_us(lambda: kfn(*inputs), flush_only_us)
+                results.append((us, got, ""))
+            except Exception as e:  # one split count that fails must not cost the rest
+                results.append((float("inf"), n, f"x {type(e).__name__}"))
+    finally:
+        kmod.SPLITS = base
+        getattr(kmod, "_workspace", {}).clear()  # up to 1 GiB of partials a split count at batch 128 x 128 heads
+    if results:
+        best = min(results)
+        row["best_split"] = dict(splits=best[1], us=best[0], metric="graph" if launch_bound else "cold",
+                                 points=" ".join(f"{n}:{u:.1f}{m}" for u, n, m in results))
+
+
+def _marks(r, bf16_row, cold, graph) -> list[str]:
+    marks = []
+    if r["task"] in DECODE:
+        if r["roof_us"] >= ROOF_FLOOR_US:
+            marks.append(f"roof40 {'pass' if 100 * r['roof_us'] / cold >= 100 * ROOF_TARGET else 'FAIL'}")
+        else:
+            marks.append(f"launch {'pass' if graph <= LAUNCH_US else 'FAIL'}")
+    if r["task"] == "dsv4_csa_decode_fp8" and bf16_row is not None:
+        marks.append(f"fp8 {'pass' if cold <= FP8_MARGIN * bf16_row['cold_us'] else 'FAIL'}")
+    return marks
+
+
 def judge(rows) -> None:
+    """Issue 19's marks per row, and (where the split sweep ran) the same marks at the best split
+    count of each task, fp8 against bf16's best: `marks_best`."""
     bf16 = {r["shape"]: r for r in rows if r["task"] == "dsv4_csa_decode"}
     for r in rows:
-        marks = []
-        if r["task"] in DECODE:
-            if r["roof_us"] >= ROOF_FLOOR_US:
-                marks.append(f"roof40 {'pass' if r['pct_roof'] >= 100 * ROOF_TARGET else 'FAIL'}")
-            else:
-                marks.append(f"launch {'pass' if r['graph_us'] <= LAUNCH_US else 'FAIL'}")
-        if r["task"] == "dsv4_csa_decode_fp8" and r["shape"] in bf16:
-            marks.append(f"fp8 {'pass' if r['cold_us'] <= FP8_MARGIN * bf16[r['shape']]['cold_us'] else 'FAIL'}")
+        r["marks"] = _marks(r, bf16.get(r["shape"]), r["cold_us"], r["graph_us"])
         if not r["ok"]:
-            marks.append("check FAIL")
-        r["marks"] = marks
+            r["marks"].append("check FAIL")
+    for r in rows:
+        b = r.get("best_split")
+        if b and b["us"] != float("inf"):
+            ref_row = bf16.get(r["shape"])
+            ref_best = dict(ref_row, cold_us=ref_row["best_split"]["us"]) if ref_row and ref_row.get("best_split") \
+                and ref_row["best_split"]["metric"] == "cold" else ref_row
+            cold = b["us"] if b["metric"] == "cold" else r["cold_us"]
+            graph = b["us"] if b["metric"] == "graph" else r["graph_us"]
+            r["marks_best"] = _marks(r, ref_best, cold, graph)
 
 
 def print_table(rows, bw, device=None) -> None:
     device = device or torch.cuda.get_device_name()
     print(f"\n## DeepSeek V4 decode baselines against issue 19's targets on {device} "
           f"(copy bw {bw / 1e12:.2f} TB/s; us per call)")
-    print("| task | shape | roofline | eager | do_bench | graph | cold graph | % roof (cold) | targets | config | KV splits |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|")
+    print("| task | shape | roofline | eager | do_bench | graph | cold graph | % roof (cold) | targets | config | "
+          "regs/spill B/wgmma | KV splits |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
     for r in rows:
-        cfg = "/".join(str(r["config"].get(k, "-")) for k in SWEEP_KNOBS[:4])
+        cfg = "/".join(str(r["config"].get(k, "-")) for k in SWEEP_KNOBS)
+        c = r.get("compiled") or {}
+        comp = f"{c['regs']}/{c['spills']}/{c['wgmma']}" if "regs" in c else c.get("error", "-")
         print(f"| {r['task'].removeprefix('dsv4_')} | {r['shape']} | {r['roof_us']:.1f} | {r['eager_us']:.1f} | "
               f"{r['bench_us']:.1f} | {r['graph_us']:.1f} | {r['cold_us']:.1f} | {r['pct_roof']:.0f}% | "
-              f"{', '.join(r['marks']) or '-'} | {cfg} | {r.get('splits') or '-'} |")
+              f"{', '.join(r['marks']) or '-'} | {cfg} | {comp} | {r.get('splits') or '-'} |")
     fails = [f"{r['task']} {r['shape']}: {m}" for r in rows for m in r["marks"] if "FAIL" in m]
     print(f"\ntargets: {sum(len(r['marks']) for r in rows) - len(fails)} pass, {len(fails)} fail"
           + ("".join(f"\n  FAIL {f}" for f in fails)))
 
 
-def sweep(names, shapes, flush_only_us, shapes_of=lambda task: task.shapes) -> None:
-    print("\n## sweep (cold graph us; config = BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES/WAVES/FUSE_AT, 's' = split + combine; "
-          "'!' wrong output, 'x' error; the chosen point may be lowered to fit shared memory)")
+def print_split_table(rows) -> None:
+    """The split sweep: each decode row's automatic split count and time against the best count,
+    and issue 19's targets at the best count (what a per-shape split rule would reach)."""
+    best = [r for r in rows if r.get("marks_best")]
+    if best:
+        print("\n## split sweep: automatic vs best split count (us by the shape's target: cold, or graph if launch-bound)")
+        print("| task | shape | roofline | auto splits | auto us | best splits | best us | % roof @best | targets@best |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for r in best:
+            b = r["best_split"]
+            auto = r["cold_us"] if b["metric"] == "cold" else r["graph_us"]
+            cold = b["us"] if b["metric"] == "cold" else r["cold_us"]
+            print(f"| {r['task'].removeprefix('dsv4_')} | {r['shape']} | {r['roof_us']:.1f} | {r.get('splits')} | "
+                  f"{auto:.1f} | {b['splits']} | {b['us']:.1f} | {100 * r['roof_us'] / cold:.0f}% | "
+                  f"{', '.join(r['marks_best'])} |")
+        bfails = [f"{r['task']} {r['shape']}: {m}" for r in best for m in r["marks_best"] if "FAIL" in m]
+        print(f"targets at each shape's best split count ({len(best)} rows swept): "
+              f"{sum(len(r['marks_best']) for r in best) - len(bfails)} pass, {len(bfails)} fail"
+              + ("".join(f"\n  FAIL@best {f}" for f in bfails)))
+
+
+def sweep(names, only, flush_only_us, shapes_of=lambda task: task.shapes, until=float("inf")) -> None:
+    print("\n## config sweep (cold graph us; config = BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES/WARP_SPEC, 's' = split + "
+          "combine, then regs/spill B; '!' wrong output, 'x' error; the point may be lowered to fit shared memory)")
     for name in names:
         task = load_task(name, check_null=False)
         ref = task.load_reference()
         kmod = load_module(task.baseline_path, f"targets_sweep_{name}")
         kfn = getattr(kmod, task.entry)
         base = {k: getattr(kmod, k) for k in SWEEP_KNOBS}
-        for shape in [s for s in shapes_of(task) if s.name in shapes]:
+        for shape in [s for s in shapes_of(task) if s.name in (only or SWEEP_SHAPES.get(name, []))]:
+            if left_s() < 30 or time.time() > until:
+                print(f"sweep {name.removeprefix('dsv4_')} {shape.name}: skipped, its share of the budget spent", flush=True)
+                continue
             t0 = time.time()
             inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
             expected = ref.reference(*inputs)
             results = []
             for point in SWEEP:
+                if results and (left_s() < 25 or time.time() > until):
+                    break
                 for k, v in zip(SWEEP_KNOBS, point):
                     setattr(kmod, k, v)
                 try:  # one configuration that fails to build must not cost the rest of the sweep
                     err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
-                    used = "/".join(str(kmod.last_launch["config"][k]) for k in SWEEP_KNOBS[:4]) + \
-                        f"/{point[4]}/{point[5]}" + ("" if kmod.last_launch["fused"] else "s")
+                    c = kmod.last_launch.get("compiled") or {}
+                    used = "/".join(str(kmod.last_launch["config"][k]) for k in SWEEP_KNOBS) + \
+                        ("" if kmod.last_launch["fused"] else "s") + (f" {c['regs']}/{c['spills']}" if "regs" in c else "")
                     us = cold_us(lambda: kfn(*inputs), flush_only_us) if err is None else float("inf")
                     results.append((us, used, "" if err is None else "!"))
                 except Exception as e:
@@ -171,9 +263,9 @@ def sweep(names, shapes, flush_only_us, shapes_of=lambda task: task.shapes) -> N
             for k, v in base.items():
                 setattr(kmod, k, v)
             best = min(results)
-            print(f"sweep {name.removeprefix('dsv4_'):16s} {shape.name:14s} prefers {best[1]:14s} {best[0]:8.1f} us "
+            print(f"sweep {name.removeprefix('dsv4_'):16s} {shape.name:14s} prefers {best[1]:22s} {best[0]:8.1f} us "
                   f"(committed {results[0][1]} {results[0][0]:.1f} us) | "
-                  + " ".join(f"{c}:{u:.0f}{m}" for u, c, m in results) + f" ({time.time() - t0:.0f}s)", flush=True)
+                  + " | ".join(f"{c}: {u:.1f}{m}" for u, c, m in results) + f" ({time.time() - t0:.0f}s)", flush=True)
             del inputs, expected
             torch.cuda.empty_cache()
 
@@ -190,6 +282,9 @@ def sweep_indexer(shapes, flush_only_us, shapes_of=lambda task: task.shapes) -> 
     kfn = getattr(kmod, task.entry)
     base = kmod.MIN_CHUNK
     for shape in [s for s in shapes_of(task) if s.name in shapes]:
+        if left_s() < 20:
+            print(f"sweep indexer_topk     {shape.name:14s} skipped: budget spent", flush=True)
+            continue
         inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
         expected = ref.reference(*inputs)
         results = []
@@ -208,13 +303,16 @@ def sweep_indexer(shapes, flush_only_us, shapes_of=lambda task: task.shapes) -> 
 
 
 def main(argv=None) -> int:
+    global BUDGET_S, _t0
     ap = argparse.ArgumentParser(description="issue 19: DeepSeek V4 decode baselines against their targets, on a GPU")
     ap.add_argument("--tasks", default=",".join(DECODE + CONTEXT))
     ap.add_argument("--shapes", default="", help="only these shape names (comma-separated)")
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--rep-ms", type=int, default=25)
+    ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="stop sweeping (and measuring) at this many seconds")
     ap.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tests: CPU interpreter
     args = ap.parse_args(argv)
+    BUDGET_S, _t0 = args.budget_s, time.time()
     if args.smoke:
         return smoke(args)
     if not torch.cuda.is_available():
@@ -230,43 +328,77 @@ def main(argv=None) -> int:
 
 
 def run(names, only, rep_ms, do_sweep, bw, device_name, shapes_of=lambda task: task.shapes) -> int:
+    """1. every row (the table); 2. the config sweep; 3. the split sweep on every decode shape (then
+    the targets at each shape's best split count); 4. the indexer's MIN_CHUNK: each while budget lasts."""
     flush_only_us = graph_us(None, flush=True)
     print(f"# {device_name} torch {torch.__version__} copy bw {bw / 1e12:.2f} TB/s, "
-          f"L2 flush {flush_only_us:.1f} us", flush=True)
-    rows = []
+          f"L2 flush {flush_only_us:.1f} us, budget {BUDGET_S:.0f} s", flush=True)
+    rows, parts = [], {}
     for name in names:
         task = load_task(name, check_null=False)
         ref = task.load_reference()
         kmod = load_module(task.baseline_path, f"targets_{name}")
         kfn = getattr(kmod, task.entry)
+        parts[name] = (task, ref, kmod, kfn)
         for shape in shapes_of(task):
             if only and shape.name not in only:
                 continue
+            if left_s() < 20:
+                print(f"{name:20s} {shape.name:15s} skipped: budget spent", flush=True)
+                continue
             t0 = time.time()
             try:
-                r = measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us)
+                inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
+                expected = ref.reference(*inputs)
+                r = measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us, inputs, expected)
             except Exception as e:  # one broken shape must not cost the rest of a GPU session
                 print(f"{name:20s} {shape.name:15s} ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
-                torch.cuda.empty_cache()
                 continue
+            finally:
+                inputs = expected = None
+                torch.cuda.empty_cache()
+            r["dims"] = shape.dims
             rows.append(r)
             print(f"{name:20s} {shape.name:15s} roof {r['roof_us']:7.1f} eager {r['eager_us']:8.1f} do_bench "
                   f"{r['bench_us']:7.1f} graph {r['graph_us']:7.1f} cold {r['cold_us']:7.1f} us "
                   f"{r['pct_roof']:5.1f}% {'ok' if r['ok'] else 'FAIL ' + str(r['error'])[:60]} "
-                  f"{r['config']} ({time.time() - t0:.0f}s)", flush=True)
+                  f"splits {r['splits']} {r['config']} {r['compiled']} ({time.time() - t0:.0f}s)", flush=True)
     judge(rows)
     print_table(rows, bw, device_name)
     if do_sweep:
-        sweep([n for n in names if n in DECODE], (only or set(SWEEP_SHAPES)), flush_only_us, shapes_of)
-        if "dsv4_indexer_topk" in names:
+        # The config sweep compiles at each point: it gets 40% of what is left, the split sweep the rest.
+        sweep([n for n in names if n in DECODE], only, flush_only_us, shapes_of, until=time.time() + 0.4 * left_s())
+        print("\n## split sweep (SPLITS = " + ", ".join(map(str, SPLIT_POINTS)) + "; us by the shape's target)", flush=True)
+        for r in rows:
+            if r["task"] not in DECODE or left_s() < 15:
+                continue
+            task, ref, kmod, kfn = parts[r["task"]]
+            t0 = time.time()
+            try:
+                inputs = ref.make_inputs(r["dims"], torch.bfloat16, 0, DEVICE)
+                expected = ref.reference(*inputs)
+                split_sweep(task, ref, kfn, kmod, inputs, expected, r, flush_only_us)
+            except Exception as e:
+                print(f"splits {r['task']} {r['shape']} ERROR {type(e).__name__}: {str(e)[:200]}", flush=True)
+            finally:
+                inputs = expected = None
+                torch.cuda.empty_cache()
+            if r.get("best_split"):
+                print(f"splits {r['task'].removeprefix('dsv4_'):16s} {r['shape']:14s} auto {r.get('splits')} -> best "
+                      f"{r['best_split']['splits']} ({r['best_split']['metric']} us: {r['best_split']['points']}) "
+                      f"({time.time() - t0:.0f}s)", flush=True)
+        judge(rows)
+        print_split_table(rows)
+        if "dsv4_indexer_topk" in names and left_s() > 20:
             sweep_indexer(only or set(INDEXER_SHAPES), flush_only_us, shapes_of)
+    print(f"\n# done in {time.time() - _t0:.0f} s of {BUDGET_S:.0f}", flush=True)
     return 0 if all(r["ok"] and not any("FAIL" in m for m in r["marks"]) for r in rows) else 1
 
 
 def smoke(args) -> int:
     """run()'s code path on CPU in the Triton interpreter: the first interpreter shape of each task,
     wall-clock timers standing in for do_bench and graph replay. For tests; times mean nothing."""
-    global DEVICE, graph_us, bench, SWEEP
+    global DEVICE, graph_us, bench, SWEEP, SPLIT_POINTS
     DEVICE = "cpu"
 
     def wall(fn, *_a, **_k):
@@ -276,6 +408,7 @@ def smoke(args) -> int:
         return (time.perf_counter() - t0) * 1e6
     graph_us = bench = wall
     SWEEP = SWEEP[:2]
+    SPLIT_POINTS = SPLIT_POINTS[:2]
     names = [t for t in args.tasks.split(",") if t]
     first = {n: load_task(n, check_null=False).interpreter_shapes[0].name for n in names}
     return run(names, set(first.values()), 0, not args.no_sweep, 1e12, "CPU interpreter (smoke)",

@@ -30,7 +30,8 @@
 #   dsv4tune   the offline tuner on each DeepSeek V4 task ($DSV4_ITERS iterations, $DSV4_TIMEOUT s each)
 #   fp8        bench/dsv4.py on the FP8-cache CSA decode task
 #   dsv4       bench/dsv4_targets.py: issue 19's targets for the CSA/HCA/FP8 decode baselines (roofline, eager,
-#              do_bench, CUDA-graph replay, pass/fail) and a small knob sweep (< 5 min)
+#              do_bench, CUDA-graph replay, pass/fail, regs/spills), a split-count sweep on every shape and a
+#              small config sweep (BUDGET_S=300: about 4 min)
 #   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
 #              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
 #   throughput issue 18, <= 4 min: one `eval` of the softmax baseline (its children pre-warmed while the parent loads),
@@ -217,7 +218,8 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       L=$(limit ${CUTE_TIMEOUT:-270}) || { echo "== skip $s: no time left after the install"; continue; }
       timeout "$L" python3 "$REPO/bench/cute.py" --out "$OUT" --budget $(( L - 10 )) 2>&1 | tee "$OUT/cute.txt" | tail -45 ;;
     dsv4) L=$(limit 300) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/bench/dsv4_targets.py" 2>&1 | tee "$OUT/dsv4_targets.txt" | tail -60 ;;
+      # The script stops its sweeps at --budget-s and prints what it has; the tail is the table and sweeps.
+      timeout "$L" python3 "$REPO/bench/dsv4_targets.py" --budget-s $((L - 70)) 2>&1 | tee "$OUT/dsv4_targets.txt" | tail -120 ;;
     scale) L=$(limit ${SCALE_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/throughput.py" softmax --n 10 --broken --backends "${SCALE_BACKENDS:-local,pool,ray}" \
           --shapes "${SCALE_SHAPES:-4k x 4k}" --samples "${SCALE_SAMPLES:-20}" --json "$OUT/throughput.json" 2>&1 \

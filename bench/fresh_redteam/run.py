@@ -13,7 +13,7 @@ After each evaluation, from this process (outside any sandbox), it checks what t
   - no FRESHRED marker file appeared outside the evaluation's scratch folder: the real home (and its
     .triton/.cache/.config), /tmp, /var/tmp, /root, the repository, this folder;
   - the task's incumbent and reference hash the same as before;
-  - no process with FRESHRED in its command line is alive (each is killed, by pid, and reported);
+  - no process with FRESHRED_survivor in its command line is alive (each is killed, by pid, and reported);
   - nothing connected to 127.0.0.1:47017 (a listener this script holds);
   - the canary (an env variable and ~/.config/freshred-canary, both made here) is not in the
     evaluation's output.
@@ -44,6 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 MARK = "FRESHRED"
+PROC_MARK = "FRESHRED_survivor"  # what every process-spawning cheat puts in its command line
 PORT = 47017
 REAL_HOME = pwd.getpwuid(os.getuid()).pw_dir
 CANARY_FILE = Path(REAL_HOME) / ".config" / "freshred-canary"
@@ -106,17 +107,31 @@ def hashes(tasks: set[str]) -> dict[str, str]:
     return out
 
 
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1:
+        out.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return out
+
+
 def survivors() -> list[tuple[int, str]]:
+    """Processes the cheats started (their command lines carry PROC_MARK), never this script's own
+    ancestors: the shell that launched it may have FRESHRED_* settings in its command line (the
+    device tool's did, and this check killed it)."""
     found = []
-    me = os.getpid()
+    mine = _ancestors()
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
+        if not name.isdigit() or int(name) in mine:
             continue
         try:
             cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
         except OSError:
             continue
-        if MARK in cmd and "fresh_redteam/run.py" not in cmd:
+        if PROC_MARK in cmd and "fresh_redteam/run.py" not in cmd:
             found.append((int(name), cmd.strip()[:120]))
     return found
 

@@ -284,6 +284,12 @@ class Child:
             self.sync()
             if req.get("graph") and self.on_gpu:
                 self.batch_graph = self._capture(fn, bufs, req.get("check"))
+            if self.on_gpu:
+                # The GPU busy until the batch: idle through the prep's host work, the H200 drops its
+                # SM clock (345 MHz idle against 1980), and a batch would start on the ramp. A
+                # candidate that skips this in its own process only slows its own batches.
+                self.torch.cuda._sleep(2_000_000)
+                self.sync()
         except BaseException as e:  # noqa: BLE001
             self.batch_graph = None
             return error_reply("crashed", e), []

@@ -150,7 +150,8 @@ def draw_shapes(task: Task, ref_mod: ModuleType, on_gpu: bool, secret: int) -> l
     cap = spec.max_shapes_for(on_gpu)
     if cap and len(out) > cap:
         # A seeded subset, over many evaluations every kind drawn; but the shortest and the longest
-        # always: a kernel fitted to the longest listed row (a fixed chunk count) fails only there.
+        # always: a fit breaks at the ends of the range (a fixed chunk count
+        # at the longest row; a divisor rounded to 8 at one column).
         out = sorted(out, key=lambda p: p[0].dims[main])
         ends = [out[0], out[-1]] if cap >= 2 else [out[-1]]
         out = sorted(ends + rng.sample(out[1:-1], cap - len(ends)), key=lambda p: p[0].dims[main])

@@ -13,6 +13,9 @@ instead:
                    open, type, id, delattr, ...). Every annotation is a plain type expression (names,
                    subscripts, `|`, None; strings and module-level names in it likewise): typing's
                    get_type_hints and torch.library's schema inference eval() annotations.
+                   Attributes are written (assigned, deleted, setattr) only on objects the module
+                   owns: its classes, `self` in their methods, names bound to an instance of them;
+                   a `_private` attribute is read only where the module defines that name.
   no-dunder        no double-underscore names at all (`__name__`, `__dict__`, `__class__`, getattr
                    with a literal dunder, a concatenated one included), except defining `__init__`,
                    `__call__`, `__post_init__`, `__repr__` in a class and calling `super().__init__`.
@@ -88,7 +91,7 @@ _DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__repr__"})
 ALLOW_CHECKS = {
     "allowed-imports": "every import names a module or name on the allowlist (base + the rules packs' [allow])",
     "allowed-names": "every name reached from an import is on the allowlist; modules are never values; builtins by name; "
-                     "annotations are plain types",
+                     "annotations are plain types; attributes written only on the module's own objects",
     "no-dunder": "no double-underscore names (but defining __init__/__call__/__post_init__/__repr__), no __main__ block",
 }
 
@@ -295,6 +298,8 @@ def check_names(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
                     out.append(_Hit(n, why))
                     break
     out += check_annotations(m)
+    out += check_attribute_writes(m)
+    out += check_private_reads(m)
     # builtins: allowed by name; any other builtin that isn't rebound by the module is a violation
     bad = sorted(_BUILTIN_NAMES - SAFE_BUILTINS, key=len, reverse=True)
     brx = _bad_builtins_re(tuple(bad))
@@ -357,6 +362,118 @@ def check_annotations(m: ModuleModel) -> list[_Hit]:
             out.append(_Hit(n, f"annotation `{text(n)[:60]}` is not a plain type ({why}); typing and "
                                "torch.library evaluate annotations as code"))
     return out
+
+
+# Attribute writes only on what the module owns: its classes, `self`/`cls` in their methods, and
+# names bound to an instance of them. Anything else is somebody else's object: a torch class reached
+# through a list (`setattr(_CLASSES[0], "detach", f)`), or the output tensor itself (`y.detach = f`:
+# an instance attribute shadows the method, and the harness's own `.detach()` ran the deferred work).
+def check_attribute_writes(m: ModuleModel) -> list[_Hit]:
+    out: list[_Hit] = []
+    own = set(m.classes)
+    instances = {text(a.child_by_field_name("left")) for a in m.nodes("assignment")
+                 if a.child_by_field_name("left") is not None and a.child_by_field_name("left").type == "identifier"
+                 and _constructs_own(a.child_by_field_name("right"), own)}
+    targets: list[tuple[Node, Node]] = []   # (the object written to, the node to report)
+    for kind in ("assignment",):
+        for a in m.nodes(kind):
+            for t in _write_targets(a.child_by_field_name("left")):
+                targets.append((t.child_by_field_name("object"), t))
+    for n in _walk_types(m.root, ("augmented_assignment", "delete_statement")):
+        for t in _write_targets(n.child_by_field_name("left") if n.type == "augmented_assignment" else n):
+            targets.append((t.child_by_field_name("object"), t))
+    for call in m.nodes("call"):
+        fn = call.child_by_field_name("function")
+        if fn is not None and m.qualnames(fn) & {"builtins.setattr", "builtins.delattr"}:
+            args = call.child_by_field_name("arguments")
+            pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+            if pos:
+                targets.append((pos[0], call))
+    for obj, report in targets:
+        if obj is not None and not _owned(m, obj, own, instances):
+            out.append(_Hit(report, f"`{text(report)[:60]}` writes an attribute of an object the module does not own "
+                                    "(only its own classes, `self` and instances of them)"))
+    return out
+
+
+def check_private_reads(m: ModuleModel) -> list[_Hit]:
+    """A `_private` attribute is read only where the module defines that name itself (`self._impl`,
+    a `_helper` method): past an allowed name attributes are those of a value and are not judged,
+    and a private one of somebody else's object (`typing.ForwardRef(s)._evaluate(...)`, a storage's
+    `_share_filename_cpu_`) is an internal API with no place in a kernel."""
+    defined: set[str] = set(m.functions) | set(m.methods) | set(m.nested) | set(m.classes) | set(m.module_bindings)
+    for a in m.nodes("assignment"):
+        for t in _write_targets(a.child_by_field_name("left")):
+            defined.add(text(t.child_by_field_name("attribute")))
+    for n in _walk_types(m.root, ("identifier",)):
+        p = n.parent
+        if p is not None and p.type in ("parameters", "default_parameter", "typed_parameter",
+                                        "typed_default_parameter", "keyword_argument"):
+            defined.add(text(n))
+    out: list[_Hit] = []
+    for n in _walk_types(m.root, ("attribute",)):
+        name = text(n.child_by_field_name("attribute"))
+        if not name.startswith("_") or name.startswith("__") or name in defined:
+            continue
+        root = n
+        while root.type == "attribute":
+            root = root.child_by_field_name("object")
+        if root.type == "identifier" and text(root) in m.aliases:
+            continue  # a chain from an import: the names check judges it (torch._C, ...)
+        out.append(_Hit(n, f"`{text(n)[:60]}` reads `{name}`, a private attribute of an object the module does "
+                           "not define"))
+    return out
+
+
+def _constructs_own(e: Node | None, own: set[str]) -> bool:
+    if e is None or e.type != "call":
+        return False
+    fn = e.child_by_field_name("function")
+    return fn is not None and fn.type == "identifier" and text(fn) in own
+
+
+def _write_targets(n: Node | None) -> list[Node]:
+    if n is None:
+        return []
+    if n.type == "attribute":
+        return [n]
+    if n.type in ("pattern_list", "tuple_pattern", "list_pattern", "expression_list", "tuple", "list",
+                  "delete_statement", "parenthesized_expression"):
+        return [t for c in n.named_children for t in _write_targets(c)]
+    return []
+
+
+def _walk_types(root: Node, kinds: tuple[str, ...]) -> list[Node]:
+    out, todo = [], [root]
+    while todo:
+        n = todo.pop()
+        if n.type in kinds:
+            out.append(n)
+        todo.extend(n.children)
+    return out
+
+
+def _owned(m: ModuleModel, obj: Node, own: set[str], instances: set[str]) -> bool:
+    r = obj
+    while r.type in ("attribute", "subscript"):
+        r = r.child_by_field_name("object" if r.type == "attribute" else "value")
+    if r.type == "call":
+        return _constructs_own(r, own)
+    if r.type != "identifier":
+        return False
+    name = text(r)
+    if name in own or name in instances:
+        return True
+    fn_node = r.parent
+    while fn_node is not None:  # `self`/`cls`: the first parameter of a method, closures inside it too
+        if fn_node.type == "function_definition":
+            fn = m.function_of(fn_node)
+            params = fn_node.child_by_field_name("parameters")
+            first = next((p for p in (params.named_children if params is not None else [])), None)
+            if fn is not None and fn.cls and first is not None and first.type == "identifier" and text(first) == name:
+                return True
+        fn_node = fn_node.parent
+    return False
 
 
 def _type_nodes(root: Node) -> list[Node]:

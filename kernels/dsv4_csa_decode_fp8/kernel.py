@@ -1,8 +1,7 @@
 """Baseline CSA sparse decode over FlashMLA's FP8 MODEL1 compressed cache: flash-decoding in one or
 two Triton launches. Same structure as dsv4_csa_decode's baseline; a compressed entry is read as its
-584 bytes (448 e4m3 + 64 bf16 RoPE + 8 scale bytes) instead of 1024, which is why this variant is
-the faster one on every shape: the same configuration moves fewer bytes through fewer stages of
-shared memory.
+584 bytes (448 e4m3 + 64 bf16 RoPE + 8 scale bytes) instead of 1024: the same schedule moves fewer
+bytes (whether that makes it faster depends on the dequantisation's cost: issue 19's `fp8` target).
 
 1. `_csa_fp8_partial`, grid (head blocks, splits, batch): each program walks its slice of the
    combined key axis [128 window slots | topk selected entries] in two loops (bf16 window rows,
@@ -11,15 +10,21 @@ shared memory.
    [BLOCK_N, 8 tiles, 64] tile: tiles 0-6 its e4m3 bytes times each tile's ue8m0 scale 2^(e-127),
    tile 7 its 64 bf16 RoPE values; exact in bf16, then the same bf16 tensor-core dots (fp32
    accumulation) as the bf16 task. Entry j lives at (block j // 64, slot j % 64) of the
-   sequence's blocks.
-   When batch x head blocks about fill the GPU alone (FUSE_AT; e.g. batch 128), there is one split and the same
-   program finishes the heads (`_finish`): one launch, no partials.
-2. `_csa_fp8_combine`, grid (batch, heads), only with splits: merges the splits' (max, sum, acc), adds the attention
-   sink to the denominator, applies the inverse RoPE to the last 64 dims, writes bf16.
+   sequence's blocks; its 8 scale bytes are one aligned 8-byte word. The three loads of a step
+   (e4m3 bytes, scale words, RoPE values) are software-pipelined (cp.async) like the bf16 rows.
+   Split count as dsv4_csa_decode (SPLITS 0 = automatic: batch x head blocks x splits within
+   WAVES x SMs, splits of >= MIN_SPLIT_KEYS keys). With one split the same program finishes the
+   heads (`_finish`: sink, normalisation, inverse RoPE through an fp32 scratch row): one launch.
+2. `_csa_fp8_combine`, grid (batch, heads), only with splits: merges the splits' (max, sum, acc)
+   COMBINE_SPLITS at a time, adds the attention sink to the denominator, applies the inverse RoPE
+   to the last 64 dims, writes bf16.
 
 Configuration: BLOCK_H/BLOCK_N/NUM_WARPS/NUM_STAGES are the preferred point; the wrapper lowers
 stages, then BLOCK_N, until its shared-memory estimate fits the device's opt-in limit and the
 compiled kernel's shared memory does too (checked once per device, before any launch).
+
+Known cost (sm_90a, Triton 3.9): Triton gives the first dot of a chained pair all 8 warps along M
+(`warpsPerTileV3`), so at BLOCK_H 64 both warpgroups compute the same S = QK^T: it costs twice.
 
 Simple on purpose: plain pointer gathers (no TMA), dequantisation in registers before the dot (no
 FP8 tensor-core path), a separate combine launch; the
@@ -32,11 +37,15 @@ import triton
 import triton.language as tl
 
 BLOCK_H = 64  # heads per program: Flash's 64 heads read each KV row once
-BLOCK_N = 64  # keys per loop step
+BLOCK_N = 32  # keys per loop step (sm_90a: 0-12 B spilled a thread; 64 spills 60-320 B: bench/sm90_report.py)
 NUM_WARPS = 8  # warps of the partial kernel (two warpgroups: BLOCK_H x 512 fp32 acc in registers)
-NUM_STAGES = 2  # software-pipeline depth wanted; lowered per device until it fits shared memory
-WAVES = 2  # split the key axis until head blocks x splits x batch >= WAVES x SMs
-FUSE_AT = 0.75  # no split (one launch, no partials) once batch x head blocks fill this share of the SMs
+NUM_STAGES = 3  # software-pipeline depth asked of Triton; lowered per device until it fits shared memory
+SPLITS = 0  # 0: automatic (below); n > 0: exactly min(n, key blocks) splits (1 = one launch, no combine)
+WAVES = 1  # automatic splits: at most WAVES x SMs programs in all
+MIN_SPLIT_KEYS = 128  # automatic splits: no split shorter than this many keys
+COMBINE_SPLITS = 16  # splits the combine merges per step (loads in flight together)
+WARP_SPEC = 0  # 1: the entry loop as tl.range(warp_specialize=True), Triton's automatic warp specialisation
+# (Triton 3.9 on sm_90a compiles the same kernel with or without it; kept for newer Tritons and Blackwell)
 # DeepSeek V4 / FlashMLA MODEL1 constants, not tunables (tuples: the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
 D_NOPE, TILE, ROW_BYTES, CACHE_BLOCK = 448, 64, 576, 64
@@ -46,62 +55,103 @@ last_launch: dict = {}  # grid facts of the latest call, read by bench/dsv4.py
 
 
 @triton.jit
-def _dot(a, b, BF16_DOT: tl.constexpr):
-    # BF16_DOT (the GPU): bf16 operands, fp32 accumulation, the tensor cores' full rate. Otherwise
-    # (the CPU interpreter) fp32 operands, exact for bf16 values: Triton 3.9's interpreter
-    # multiplies bf16 dot operands as raw uint16 bits, so there the fp32 path is the correct one.
-    if BF16_DOT:
-        a = a.to(tl.bfloat16)
-        b = b.to(tl.bfloat16)
-    else:
-        a = a.to(tl.float32)
-        b = b.to(tl.float32)
-    return tl.dot(a, b)
-
-
-@triton.jit
 def _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT: tl.constexpr):
-    """One online-softmax step of BLOCK_H heads over BLOCK_N keys (rows of kv, masked by valid)."""
-    s = _dot(q, tl.trans(kv), BF16_DOT) * scale
-    s = tl.where(valid[None, :], s, float("-inf"))
+    """One online-softmax step of BLOCK_H heads over BLOCK_N keys (rows of kv, masked by valid).
+    BF16_DOT (the GPU): bf16 operands, fp32 accumulation, the tensor cores' full rate. Otherwise
+    (the CPU interpreter) fp32 operands, exact for bf16 values: Triton 3.9's interpreter
+    multiplies bf16 dot operands as raw uint16 bits, so there the fp32 path is the correct one."""
+    if BF16_DOT:
+        s = tl.dot(q, tl.trans(kv))
+    else:
+        s = tl.dot(q.to(tl.float32), tl.trans(kv.to(tl.float32)))
+    s = tl.where(valid[None, :], s * scale, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, axis=1))
     # Rows that have seen only -inf keep alpha 0 and p 0 (exp(-inf - -inf) would be NaN).
     alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m_i - m_new))
     p = tl.where(m_new[:, None] == float("-inf"), 0.0, tl.exp(s - m_new[:, None]))
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    acc = acc * alpha[:, None] + _dot(p.to(tl.bfloat16), kv, BF16_DOT)
+    acc = acc * alpha[:, None]
+    # The accumulator goes into the dot (wgmma accumulates in place): no second [BLOCK_H, 512]
+    # fp32 temporary in registers.
+    if BF16_DOT:
+        acc = tl.dot(p.to(tl.bfloat16), kv, acc)
+    else:
+        acc = tl.dot(p.to(tl.bfloat16).to(tl.float32), kv.to(tl.float32), acc)
     return m_new, l_i, acc
 
 
 @triton.jit
-def _finish(acc, m_i, l_i, heads, hmask, b, sink_ptr, cos_ptr, sin_ptr, o_ptr, so_b, so_h,
-            D: tl.constexpr, ROPE: tl.constexpr, BLOCK_H: tl.constexpr):
+def _finish(acc, m_i, l_i, heads, hmask, b, H, sink_ptr, cos_ptr, sin_ptr, o_ptr, rs_ptr, so_b, so_h,
+            D: tl.constexpr, ROPE: tl.constexpr):
     """The combine's epilogue for a program that saw the whole key axis (one split): add the
-    sink to the denominator, normalise, inverse RoPE on the last 64 dims, write bf16."""
+    sink to the denominator, normalise, write the 448 plain dims as bf16; the 64 RoPE dims go
+    to an fp32 scratch row, come back as (even, odd) tiles after a CTA barrier, are de-rotated
+    and written. No layout shuffle of the [BLOCK_H, 512] accumulator."""
     sink = tl.load(sink_ptr + heads, mask=hmask, other=0.0)
     m_max = tl.maximum(m_i, sink)
     w = tl.where(m_i == float("-inf"), 0.0, tl.exp(m_i - m_max))
     acc = acc * (w / (l_i * w + tl.exp(sink - m_max)))[:, None]
-    x, y = tl.split(tl.reshape(acc, [BLOCK_H, D // 2, 2]))  # (even, odd) dims of each pair
-    pair = tl.arange(0, D // 2)
-    r = pair - (D - ROPE) // 2  # frequency index of the pair inside the RoPE slice
-    is_rope = r >= 0
-    c = tl.load(cos_ptr + b * (ROPE // 2) + r, mask=is_rope, other=1.0)[None, :]
-    sn = tl.load(sin_ptr + b * (ROPE // 2) + r, mask=is_rope, other=0.0)[None, :]
-    out = tl.join(x * c + y * sn, y * c - x * sn)  # times conj(c + i sn)
-    offs = pair[:, None] * 2 + tl.arange(0, 2)[None, :]
-    tl.store(o_ptr + b * so_b + heads[:, None, None] * so_h + offs[None, :, :], out.to(o_ptr.dtype.element_ty),
-             mask=hmask[:, None, None])
+    dims = tl.arange(0, D)
+    is_rope = dims >= D - ROPE
+    out_rows = o_ptr + b * so_b + heads * so_h
+    tl.store(out_rows[:, None] + dims[None, :], acc.to(o_ptr.dtype.element_ty),
+             mask=hmask[:, None] & ~is_rope[None, :])
+    rs_rows = rs_ptr + (b * H + heads).to(tl.int64) * ROPE
+    tl.store(rs_rows[:, None] + (dims - (D - ROPE))[None, :], acc, mask=hmask[:, None] & is_rope[None, :])
+    tl.debug_barrier()  # the CTA's scratch stores are visible to all its threads after this
+    i = tl.arange(0, ROPE // 2)
+    # .cg: read from L2, where the stores went (never a stale L1 line).
+    x = tl.load(rs_rows[:, None] + 2 * i[None, :], mask=hmask[:, None], other=0.0, cache_modifier=".cg")
+    y = tl.load(rs_rows[:, None] + 2 * i[None, :] + 1, mask=hmask[:, None], other=0.0, cache_modifier=".cg")
+    c = tl.load(cos_ptr + b * (ROPE // 2) + i)[None, :]
+    sn = tl.load(sin_ptr + b * (ROPE // 2) + i)[None, :]
+    dst = out_rows[:, None] + (D - ROPE) + 2 * i[None, :]
+    # Inverse RoPE: (x + iy) times conj(c + i sn).
+    tl.store(dst, (x * c + y * sn).to(o_ptr.dtype.element_ty), mask=hmask[:, None])
+    tl.store(dst + 1, (y * c - x * sn).to(o_ptr.dtype.element_ty), mask=hmask[:, None])
+
+
+@triton.jit
+def _entries(t0, end, idx_row, comp_base, sc_blk, tiles, within, D: tl.constexpr, D_NOPE: tl.constexpr,
+             TILE: tl.constexpr, ROW_BYTES: tl.constexpr, CACHE_BLOCK: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Entries indices[t - W] of keys t = t0 .. t0 + BLOCK_N - 1 (idx_row points W slots before the
+    row), dequantised to bf16 [BLOCK_N, 512] (exact), and which of them count."""
+    t = t0 + tl.arange(0, BLOCK_N)
+    idx = tl.load(idx_row + t, mask=t < end, other=-1)
+    valid = idx >= 0
+    j = tl.maximum(idx, 0)
+    blk = comp_base + (j // CACHE_BLOCK).to(tl.int64) * sc_blk
+    slot = j % CACHE_BLOCK
+    row = blk + slot * ROW_BYTES
+    # The entry as [BLOCK_N, 8 tiles, 64]: tiles 0-6 are e4m3 bytes times their ue8m0 scale
+    # (the 8 scale bytes: 7 scales + a pad byte), tile 7 the 64 bf16 RoPE values. Loads of
+    # 448 + 7 + 128 bytes a row (the tile-7 NoPE slot and the pad scale are masked off).
+    is_nope = tiles[None, :] < D_NOPE // TILE
+    live = valid[:, None] & is_nope
+    u = tl.load(row[:, None, None] + tiles[None, :, None] * TILE + within[None, None, :],
+                mask=live[:, :, None], other=0)
+    # The 8 scale bytes of an entry are one aligned 8-byte word (blocks are 576-byte multiples,
+    # the scales start at 64 x 576, slot x 8): one load a row, the bytes split in registers.
+    sw = tl.load((blk + CACHE_BLOCK * ROW_BYTES + slot * 8).to(tl.pointer_type(tl.uint64)), mask=valid, other=0)
+    e = ((sw[:, None] >> (tiles[None, :] * 8).to(tl.uint64)) & 0xFF).to(tl.int32)
+    deq = tl.where(is_nope, (e << 23).to(tl.float32, bitcast=True), 0.0)  # ue8m0: 2^(e - 127)
+    nope = u.to(tl.float8e4nv, bitcast=True).to(tl.float32) * deq[:, :, None]
+    rope_ptr = (row + D_NOPE).to(tl.pointer_type(tl.bfloat16))
+    rope = tl.load(rope_ptr[:, None] + within[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
+    kv = tl.where(is_nope[:, :, None], nope, rope[:, None, :])
+    # bf16 is exact here: an e4m3 value times a power of two, and the bf16 RoPE values.
+    kv = tl.reshape(kv, [BLOCK_N, D]).to(tl.bfloat16)
+    return kv, valid
 
 
 @triton.jit
 def _csa_fp8_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_ptr, sink_ptr, cos_ptr, sin_ptr, o_ptr,
-                     H, topk, keys_per_split, nsplit, scale,
-                     sq_b, sq_h, sw_b, sw_t, sc_b, sc_blk, si_b,
+                     rs_ptr, H, topk, keys_per_split, nsplit, scale,
+                     sq_b, sq_h, sw_b, sw_t, sc_b, sc_blk, si_b, so_b, so_h,
                      W: tl.constexpr, D: tl.constexpr, D_NOPE: tl.constexpr, TILE: tl.constexpr,
                      ROW_BYTES: tl.constexpr, CACHE_BLOCK: tl.constexpr,
-                     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BF16_DOT: tl.constexpr,
-                     so_b=0, so_h=0, ROPE: tl.constexpr = 64, FUSED: tl.constexpr = False):
+                     BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BF16_DOT: tl.constexpr, WARP_SPEC: tl.constexpr,
+                     ROPE: tl.constexpr, FUSED: tl.constexpr):
     hb = tl.program_id(0)
     split = tl.program_id(1)
     b = tl.program_id(2)
@@ -124,59 +174,50 @@ def _csa_fp8_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_pt
     comp_base = comp_ptr + b.to(tl.int64) * sc_b
     tiles = tl.arange(0, D // TILE)
     within = tl.arange(0, TILE)
-    for t0 in range(tl.maximum(start, W), end, BLOCK_N):  # FP8 entries indices[t - W]
-        t = t0 + tl.arange(0, BLOCK_N)
-        idx = tl.load(idx_ptr + b * si_b + (t - W), mask=t < end, other=-1)
-        valid = idx >= 0
-        j = tl.maximum(idx, 0)
-        blk = comp_base + (j // CACHE_BLOCK).to(tl.int64) * sc_blk
-        slot = j % CACHE_BLOCK
-        row = blk + slot * ROW_BYTES
-        # The entry as [BLOCK_N, 8 tiles, 64]: tiles 0-6 are e4m3 bytes times their ue8m0 scale
-        # (the 8 scale bytes: 7 scales + a pad byte), tile 7 the 64 bf16 RoPE values. Loads of
-        # 448 + 7 + 128 bytes a row (the tile-7 NoPE slot and the pad scale are masked off).
-        is_nope = tiles[None, :] < D_NOPE // TILE
-        live = valid[:, None] & is_nope
-        u = tl.load(row[:, None, None] + tiles[None, :, None] * TILE + within[None, None, :],
-                    mask=live[:, :, None], other=0)
-        e = tl.load(blk[:, None] + CACHE_BLOCK * ROW_BYTES + slot[:, None] * 8 + tiles[None, :], mask=live, other=0)
-        deq = (e.to(tl.int32) << 23).to(tl.float32, bitcast=True)  # ue8m0: 2^(e - 127)
-        nope = u.to(tl.float8e4nv, bitcast=True).to(tl.float32) * deq[:, :, None]
-        rope_ptr = (row + D_NOPE).to(tl.pointer_type(tl.bfloat16))
-        rope = tl.load(rope_ptr[:, None] + within[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
-        kv = tl.where(is_nope[:, :, None], nope, rope[:, None, :])
-        # bf16 is exact here: an e4m3 value times a power of two, and the bf16 RoPE values.
-        kv = tl.reshape(kv, [BLOCK_N, D]).to(tl.bfloat16)
-        m_i, l_i, acc = _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT)
+    idx_row = idx_ptr + b * si_b - W  # indices[t - W] at idx_row + t
+    if WARP_SPEC:
+        for t0 in tl.range(tl.maximum(start, W), end, BLOCK_N, warp_specialize=True):  # FP8 entries
+            kv, valid = _entries(t0, end, idx_row, comp_base, sc_blk, tiles, within, D, D_NOPE, TILE, ROW_BYTES,
+                                 CACHE_BLOCK, BLOCK_N)
+            m_i, l_i, acc = _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT)
+    else:
+        for t0 in range(tl.maximum(start, W), end, BLOCK_N):  # FP8 entries indices[t - W]
+            kv, valid = _entries(t0, end, idx_row, comp_base, sc_blk, tiles, within, D, D_NOPE, TILE, ROW_BYTES,
+                                 CACHE_BLOCK, BLOCK_N)
+            m_i, l_i, acc = _attend(q, kv, valid, m_i, l_i, acc, scale, BF16_DOT)
     if FUSED:  # one split: finish here, no partials and no combine launch
-        _finish(acc, m_i, l_i, heads, hmask, b, sink_ptr, cos_ptr, sin_ptr, o_ptr, so_b, so_h, D, ROPE, BLOCK_H)
+        _finish(acc, m_i, l_i, heads, hmask, b, H, sink_ptr, cos_ptr, sin_ptr, o_ptr, rs_ptr, so_b, so_h, D, ROPE)
     else:
         base = (b * H + heads) * nsplit + split
-        tl.store(po_ptr + base[:, None] * D + dims[None, :], acc, mask=hmask[:, None])
+        tl.store(po_ptr + base[:, None].to(tl.int64) * D + dims[None, :], acc, mask=hmask[:, None])
         tl.store(pml_ptr + base * 2, m_i, mask=hmask)
         tl.store(pml_ptr + base * 2 + 1, l_i, mask=hmask)
 
 
 @triton.jit
 def _csa_fp8_combine(po_ptr, pml_ptr, sink_ptr, cos_ptr, sin_ptr, o_ptr, H, nsplit, so_b, so_h,
-                 D: tl.constexpr, ROPE: tl.constexpr):
+                 D: tl.constexpr, ROPE: tl.constexpr, SPLIT_P2: tl.constexpr, CS: tl.constexpr):
     b = tl.program_id(0)
     h = tl.program_id(1)
     sink = tl.load(sink_ptr + h)
     base = (b * H + h) * nsplit
-    m_max = sink
-    for s in range(nsplit):
-        m_max = tl.maximum(m_max, tl.load(pml_ptr + (base + s) * 2))
+    s_all = tl.arange(0, SPLIT_P2)
+    m_all = tl.load(pml_ptr + (base + s_all) * 2, mask=s_all < nsplit, other=float("-inf"))
+    l_all = tl.load(pml_ptr + (base + s_all) * 2 + 1, mask=s_all < nsplit, other=0.0)
+    m_max = tl.maximum(tl.max(m_all, axis=0), sink)
+    denom = tl.sum(l_all * tl.where(m_all == float("-inf"), 0.0, tl.exp(m_all - m_max)), axis=0) \
+        + tl.exp(sink - m_max)
     pair = tl.arange(0, D // 2)
     offs = pair[:, None] * 2 + tl.arange(0, 2)[None, :]  # [D/2, 2]: (even, odd) dims of each pair
     acc = tl.zeros([D // 2, 2], tl.float32)
-    denom = tl.exp(sink - m_max)
-    for s in range(nsplit):
-        m_s = tl.load(pml_ptr + (base + s) * 2)
-        l_s = tl.load(pml_ptr + (base + s) * 2 + 1)
+    for s0 in range(0, nsplit, CS):  # CS splits' partial rows in flight at once
+        s = s0 + tl.arange(0, CS)
+        live = s < nsplit
+        m_s = tl.load(pml_ptr + (base + s) * 2, mask=live, other=float("-inf"))
         w = tl.where(m_s == float("-inf"), 0.0, tl.exp(m_s - m_max))
-        denom += l_s * w
-        acc += w * tl.load(po_ptr + (base + s) * D + offs)
+        part = tl.load(po_ptr + (base + s).to(tl.int64)[:, None, None] * D + offs[None, :, :],
+                       mask=live[:, None, None], other=0.0)
+        acc += tl.sum(w[:, None, None] * part, axis=0)
     acc = acc / denom
     x, y = tl.split(acc)
     r = pair - (D - ROPE) // 2  # frequency index of the pair inside the RoPE slice
@@ -218,7 +259,38 @@ def _candidates(smem):
     return out or [(BLOCK_H, 16, NUM_WARPS, 1)]
 
 
+def _num_splits(n_keys, block_n, programs, n_sms):
+    """Splits of the key axis: SPLITS if set, else as many as fit in WAVES x SMs programs with
+    MIN_SPLIT_KEYS keys or more each (1 when batch x head blocks already fill the SMs)."""
+    n_blocks = triton.cdiv(n_keys, block_n)
+    if SPLITS > 0:
+        want = SPLITS
+    else:
+        want = min(WAVES * n_sms // programs, n_keys // max(MIN_SPLIT_KEYS, 1))
+    nsplit = max(1, min(want, n_blocks))
+    keys_per_split = triton.cdiv(n_blocks, nsplit) * block_n
+    return triton.cdiv(n_keys, keys_per_split), keys_per_split
+
+
+def _compiled_stats(compiled) -> dict:
+    """Registers and spills a thread, shared memory, and the wgmma instructions of the compiled
+    partial kernel: read by bench/dsv4_targets.py (spills or no wgmma explain a slow kernel)."""
+    try:
+        compiled._init_handles()
+        ptx = compiled.asm.get("ptx", "")
+        return dict(regs=compiled.n_regs, spills=compiled.n_spills, smem=_shared_bytes(compiled),
+                    wgmma=ptx.count("wgmma.mma_async"))
+    except Exception as e:  # a diagnostic only: never fail a launch over it
+        return dict(error=type(e).__name__)
+
+
+def _shared_bytes(compiled) -> int:
+    # Triton >= 3 keeps it in .metadata.shared, 2.x in .shared.
+    return getattr(getattr(compiled, "metadata", compiled), "shared", 0)
+
+
 _chosen: dict = {}  # (device, knobs) -> the configuration that compiled there
+_stats: dict = {}  # (device, knobs) -> what the compiler made of it (_compiled_stats)
 _workspace: dict = {}  # (device, B, H, nsplit) -> (partial acc, partial max/sum), reused across calls
 
 
@@ -226,53 +298,63 @@ def _as_rows(x):
     return x if x.stride(-1) == 1 else x.contiguous()
 
 
+def _aligned_rows(x):
+    """Dense rows that start on 16 bytes (the kernel promises the compiler 16-byte aligned KV rows,
+    and reads FP8 scale words 8 bytes at a time): other strides are copied once, never misread."""
+    x = _as_rows(x)
+    row_bytes_ok = all(s * x.element_size() % 16 == 0 for s in x.stride()[:-1])
+    return x if row_bytes_ok and x.data_ptr() % 16 == 0 else x.contiguous()
+
+
 def dsv4_csa_decode_fp8(q, kv_window, window_len, comp_cache, indices, sinks, cos, sin):
     # Only the innermost dim must be dense: other strides go to the kernel (no copies per call).
-    q, kv_window, comp_cache, indices = _as_rows(q), _as_rows(kv_window), _as_rows(comp_cache), _as_rows(indices)
+    q, kv_window, comp_cache, indices = _as_rows(q), _aligned_rows(kv_window), _aligned_rows(comp_cache), _as_rows(indices)
     if not (window_len.is_contiguous() and sinks.is_contiguous() and cos.is_contiguous() and sin.is_contiguous()):
         window_len, sinks, cos, sin = (x.contiguous() for x in (window_len, sinks, cos, sin))
     B, H, d = q.shape
     assert d == D and kv_window.shape[1] == WINDOW
     dev = q.device
     n_sms, smem = _device(dev)
-    # About a full wave of programs without splitting the key axis: one split, finished in the
-    # same launch (no fp32 partials through HBM, no combine launch); else split to cover WAVES x SMs.
-    fused = B * triton.cdiv(H, BLOCK_H) >= FUSE_AT * n_sms
-    key = (dev, BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, fused)
-    chosen = _chosen.get(key)
     topk = indices.shape[1]
     n_keys = WINDOW + topk
     o = torch.empty_like(q)
+    # The fused and the split variant compile separately: each is checked against the device.
+    one = _num_splits(n_keys, BLOCK_N, B * triton.cdiv(H, BLOCK_H), n_sms)[0] == 1
+    key = (dev, BLOCK_H, BLOCK_N, NUM_WARPS, NUM_STAGES, WARP_SPEC, one)
+    chosen = _chosen.get(key)
     for bh, bn, warps, stages in [chosen] if chosen else _candidates(smem):
         n_hb = triton.cdiv(H, bh)
-        n_blocks = triton.cdiv(n_keys, bn)
-        nsplit = 1 if fused else max(1, min(n_blocks, triton.cdiv(WAVES * n_sms, B * n_hb)))
-        keys_per_split = triton.cdiv(n_blocks, nsplit) * bn
-        nsplit = triton.cdiv(n_keys, keys_per_split)
+        nsplit, keys_per_split = _num_splits(n_keys, bn, B * n_hb, n_sms)
+        fused = nsplit == 1
         ws = _workspace.get((dev, B, H, nsplit))
-        if ws is None and fused:
-            ws = (o, o)  # not written: the fused epilogue writes o directly
-        elif ws is None:
+        if ws is None:
             ws = _workspace[(dev, B, H, nsplit)] = (
-                torch.empty(B, H, nsplit, D, device=dev, dtype=torch.float32),
-                torch.empty(B, H, nsplit, 2, device=dev, dtype=torch.float32))
+                (torch.empty(B, H, ROPE, device=dev, dtype=torch.float32),) * 2 if fused else
+                (torch.empty(B, H, nsplit, D, device=dev, dtype=torch.float32),
+                 torch.empty(B, H, nsplit, 2, device=dev, dtype=torch.float32)))
         po, pml = ws
-        args = (q, kv_window, window_len, comp_cache, indices, po, pml, sinks, cos, sin, o, H, topk,
+        args = (q, kv_window, window_len, comp_cache, indices, po, pml, sinks, cos, sin, o, po, H, topk,
                 keys_per_split, nsplit, SCALE, q.stride(0), q.stride(1), kv_window.stride(0),
-                kv_window.stride(1), comp_cache.stride(0), comp_cache.stride(1), indices.stride(0))
+                kv_window.stride(1), comp_cache.stride(0), comp_cache.stride(1), indices.stride(0),
+                o.stride(0), o.stride(1))
         meta = dict(W=WINDOW, D=D, D_NOPE=D_NOPE, TILE=TILE, ROW_BYTES=ROW_BYTES, CACHE_BLOCK=CACHE_BLOCK,
-                    BLOCK_H=bh, BLOCK_N=bn, BF16_DOT=q.is_cuda,
-                    so_b=o.stride(0), so_h=o.stride(1), ROPE=ROPE, FUSED=fused,
+                    BLOCK_H=bh, BLOCK_N=bn, BF16_DOT=q.is_cuda, WARP_SPEC=bool(WARP_SPEC), ROPE=ROPE, FUSED=fused,
                     num_warps=warps, num_stages=stages)
         # Compiled first and its shared memory compared with the device's limit: a configuration
         # that does not fit is skipped, never launched into OutOfResources (once per device).
-        if chosen or not q.is_cuda or _csa_fp8_partial.warmup(*args, grid=(1,), **meta).metadata.shared <= smem:
+        if chosen or not q.is_cuda:
+            break
+        compiled = _csa_fp8_partial.warmup(*args, grid=(1,), **meta)
+        if _shared_bytes(compiled) <= smem:
+            _stats[key] = _compiled_stats(compiled)
             break
     _chosen[key] = (bh, bn, warps, stages)
     _csa_fp8_partial[(n_hb, nsplit, B)](*args, **meta)
     if not fused:
         _csa_fp8_combine[(B, H)](po, pml, sinks, cos, sin, o, H, nsplit, o.stride(0), o.stride(1),
-                             D=D, ROPE=ROPE, num_warps=4)
+                                 D=D, ROPE=ROPE, SPLIT_P2=triton.next_power_of_2(nsplit),
+                                 CS=min(COMBINE_SPLITS, triton.next_power_of_2(nsplit)), num_warps=4)
     last_launch.update(grid=(n_hb, nsplit, B), splits=nsplit, fused=fused,
-                       config=dict(BLOCK_H=bh, BLOCK_N=bn, NUM_WARPS=warps, NUM_STAGES=stages))
+                       config=dict(BLOCK_H=bh, BLOCK_N=bn, NUM_WARPS=warps, NUM_STAGES=stages, WARP_SPEC=WARP_SPEC),
+                       compiled=_stats.get(key, {}))
     return o

@@ -27,7 +27,13 @@ def make_inputs(dims, dtype, seed, device):
         x = x.masked_fill(~keep, float("-inf"))
     elif case == "constant rows":
         mag = torch.pow(10.0, torch.randint(0, 5, (rows, 1), generator=g, device=device).float())
-        x = (torch.randn(rows, 1, generator=g, device=device).sign() * mag).expand(rows, cols).contiguous()
+        sign = torch.randn(rows, 1, generator=g, device=device).sign()
+        # Both extremes in every input, whatever the seed: a row of -1e4 is where a max taken
+        # with 0.0 as the padding (max(0, row max)) underflows to 0/0; it passed when no row drew it.
+        mag[0], sign[0] = 1e4, -1.0
+        if rows > 1:
+            mag[1], sign[1] = 1e4, 1.0
+        x = (sign * mag).expand(rows, cols).contiguous()
     elif case == "one huge value":
         x[torch.arange(rows, device=device), torch.randint(0, cols, (rows,), generator=g, device=device)] = 1e4
     elif case is not None:

@@ -68,6 +68,39 @@ def test_decode_baseline_splits_the_key_axis_at_small_batch():
     assert k.last_launch["splits"] > 1
 
 
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"])
+def test_decode_baseline_agrees_at_forced_split_counts(name, monkeypatch):
+    """The split counts the GPU sweep tries (SPLITS), up to one split a key block with more splits
+    than the combine merges at once, and empty splits past short sequences' ends; and the
+    warp-specialised key loop (WARP_SPEC): the reference's output every time."""
+    t, ref, k = parts(name)
+    inputs = ref.make_inputs(t.interpreter_shapes[-1].dims, BF, 5, "cpu")
+    expected = ref.reference(*inputs)
+    monkeypatch.setattr(k, "BLOCK_N", 16)
+    monkeypatch.setattr(k, "COMBINE_SPLITS", 4)  # the combine's loop over groups of splits
+    for splits, warp_spec in ((3, 0), (64, 1)):
+        monkeypatch.setattr(k, "SPLITS", splits)
+        monkeypatch.setattr(k, "WARP_SPEC", warp_spec)
+        out = getattr(k, t.entry)(*inputs)
+        assert 3 <= k.last_launch["splits"] <= splits and not k.last_launch["fused"]
+        assert compare(t, ref, out, expected, inputs, "bfloat16") is None, (splits, warp_spec)
+    assert k.last_launch["splits"] > k.COMBINE_SPLITS
+
+
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"])
+def test_decode_automatic_splits_fill_the_sms_once(name):
+    """SPLITS 0: batch x head blocks x splits stays within WAVES x SMs, no split under
+    MIN_SPLIT_KEYS keys, one split (the fused launch) when the batch fills the SMs."""
+    _, _, k = parts(name)
+    assert k.SPLITS == 0
+    for n_keys, programs in ((640, 128), (640, 64), (640, 4), (8320, 4), (8320, 8), (2176, 16), (1152, 256)):
+        nsplit, per_split = k._num_splits(n_keys, 64, programs, 132)
+        assert programs * nsplit <= max(k.WAVES * 132, programs)
+        assert nsplit == 1 or per_split >= k.MIN_SPLIT_KEYS
+        assert nsplit * per_split >= n_keys and (nsplit - 1) * per_split < n_keys  # every split has keys
+    assert k._num_splits(640, 64, 128, 132)[0] == 1 and k._num_splits(8320, 64, 4, 132)[0] == 33
+
+
 # ---- decode tolerances: the DS kernel's precision passes, wrong semantics fail ----
 
 def _decode_variant(m, inputs, *, bf16_p=False, sink=True, window=True, derotate=True):
@@ -267,3 +300,16 @@ def test_decode_baseline_finishes_in_one_launch_when_the_batch_fills_the_gpu(nam
         out = getattr(k, t.entry)(*inputs)
         assert k.last_launch["fused"] and k.last_launch["splits"] == 1
         assert compare(t, ref, out, ref.reference(*inputs), inputs, "bfloat16") is None, shape.name
+
+
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_hca_decode"])
+def test_decode_baseline_reads_odd_row_strides_correctly(name):
+    """The kernels tell the compiler the KV rows start on 16 bytes: a cache whose rows do not (a
+    view with an odd row stride) is copied first, so the result is still the reference's."""
+    t, ref, k = parts(name)
+    q, kvw, wl, comp, sel, sinks, cos, sin = ref.make_inputs(t.interpreter_shapes[0].dims, BF, 2, "cpu")
+    odd = torch.zeros(comp.shape[0], comp.shape[1], 513, dtype=comp.dtype)[..., :512]
+    odd.copy_(comp)
+    assert odd.stride(1) == 513 and k._aligned_rows(odd).stride(1) == 512
+    inputs = (q, kvw, wl, odd, sel, sinks, cos, sin)
+    assert compare(t, ref, getattr(k, t.entry)(*inputs), ref.reference(*inputs), inputs, "bfloat16") is None

@@ -34,6 +34,19 @@ def test_judge_applies_the_issue_targets():
         ["roof40 pass", "fp8 pass"], ["launch pass", "fp8 FAIL"], ["check FAIL"]]
 
 
+def test_judge_at_the_best_split_count():
+    """marks_best: the same targets with each row's best split time; fp8 against bf16's best."""
+    rows = [row("dsv4_csa_decode", "flash 8k x128", 24.0, 90.0, 88.0),
+            row("dsv4_csa_decode_fp8", "flash 8k x128", 23.0, 80.0, 78.0),
+            row("dsv4_hca_decode", "flash 1M x4", 6.0, 30.0, 40.0)]
+    rows[0]["best_split"] = dict(splits=2, us=50.0, metric="cold", points="")    # 48%: pass
+    rows[1]["best_split"] = dict(splits=2, us=52.0, metric="cold", points="")    # slower than bf16's 50
+    rows[2]["best_split"] = dict(splits=16, us=14.0, metric="graph", points="")  # launch-bound: graph
+    targets.judge(rows)
+    assert [r["marks"] for r in rows] == [["roof40 FAIL"], ["roof40 FAIL", "fp8 pass"], ["launch FAIL"]]
+    assert [r["marks_best"] for r in rows] == [["roof40 pass"], ["roof40 pass", "fp8 FAIL"], ["launch pass"]]
+
+
 def test_table_lists_every_failure(capsys):
     rows = [row("dsv4_csa_decode", "pro 8k x128", 43.6, 300.0, 290.0)]
     targets.judge(rows)
@@ -56,3 +69,6 @@ def test_code_path_runs_in_the_interpreter(capsys):
         assert f"| {name} |" in out
     assert "check FAIL" not in out and "ERROR" not in out
     assert out.count("prefers") == 4 and "sweep indexer_topk" in out
+    # The split sweep ran on each decode task's shape and judged the targets at its best point.
+    assert all(f"splits {name:16s}" in out for name in ("csa_decode", "hca_decode", "csa_decode_fp8"))
+    assert "targets at each shape's best split count (3 rows swept)" in out

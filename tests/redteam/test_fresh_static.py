@@ -158,3 +158,62 @@ def softmax(x):
     assert "functools.partial(_k[" in src and not errors(src)
     # a partial of something else is no launch
     assert "triton-launch" in errors(src.replace("functools.partial(_k[(rows,)]", "functools.partial(print"))
+
+
+@pytest.mark.parametrize("body", [
+    # an instance attribute on the output shadows Tensor.detach: the harness's .detach() ran the work
+    "    y.detach = print\n",
+    # a torch class reached through a list, so no imported name is written to
+    "    setattr([torch.Tensor][0], \"detach\", print)\n",
+    # a memo kept on the input tensor
+    "    x.memo = y\n",
+])
+def test_attribute_writes_on_objects_the_module_does_not_own_are_refused(body):
+    src = KERNEL.replace("    return y\n", body + "    return y\n")
+    assert body in src and "allowed-names" in errors(src)
+
+
+def test_attribute_writes_on_own_objects_stay_allowed():
+    src = KERNEL + '''
+
+class Launcher:
+    count = 0
+
+    def __init__(self, block):
+        self.block = block
+        self.stats = {}
+
+    def bump(self):
+        self.count += 1
+        self.stats["n"] = self.count
+
+        def inner():
+            self.block, self.count = 1024, 0
+        inner()
+
+
+_L = Launcher(1024)
+_L.block = 2048
+Launcher.count = 0
+'''
+    assert not errors(src)
+
+
+def test_private_attributes_of_foreign_objects_are_refused_and_own_ones_allowed():
+    foreign = "_S = torch.empty(0).untyped_storage()._share_filename_cpu_()\n"
+    assert "allowed-names" in errors(KERNEL + "\n" + foreign)
+    own = '''
+
+class _Impl:
+    def __init__(self):
+        self._calls = 0
+
+    def _go(self):
+        self._calls += 1
+        return self._calls
+
+
+_I = _Impl()
+_N = _I._go()
+'''
+    assert not errors(KERNEL + own)

@@ -1,0 +1,36 @@
+"""bench/sm90_report.py: the DSV4 decode kernel compiled for sm_90a on this GPU-less box keeps its
+structure: both dots on wgmma, the gathered 1 KiB KV rows loaded as pipelined 16-byte cp.async
+copies (a lost alignment fact once made them element-by-element loads: no cp.async at all).
+Run as a subprocess: the test session interprets Triton (TRITON_INTERPRET=1), the tool compiles."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, interpret="0"):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TRITON_INTERPRET=interpret)
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "sm90_report.py"), *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=600)
+
+
+def test_csa_decode_partial_compiles_to_wgmma_and_cp_async():
+    p = run("dsv4_csa_decode", "--set", "BF16_DOT=1", "--set", "SPLITS=2")
+    assert p.returncode == 0, p.stderr[-500:]
+    rows = {r[0].strip(): r for r in (line.split("|")[1:-1] for line in p.stdout.splitlines()
+                                      if line.startswith("| _csa"))}
+    partial = rows["_csa_partial"]
+    regs, wgmma, cp_async = int(partial[1]), int(partial[4]), int(partial[6])
+    assert regs <= 255 and wgmma >= 2
+    assert cp_async >= 20  # 16-byte copies of the KV tile, not only the index loads' few
+    assert "_csa_combine" in rows
+
+
+def test_refuses_bad_input_in_one_line():
+    for args, interpret in ((["no_such_task"], "0"), (["dsv4_csa_decode"], "1")):
+        p = run(*args, interpret=interpret)
+        assert p.returncode == 2 and p.stderr.startswith("bench/sm90_report.py:") and p.stderr.count("\n") == 1
