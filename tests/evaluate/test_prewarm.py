@@ -102,11 +102,17 @@ time.sleep(600)
 '''
 
 
+def _alive_not_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
+    except OSError:  # gone between listing and reading (ProcessLookupError, FileNotFoundError)
+        return False
+
+
 def _gone(pids: list[int], within: float) -> list[int]:
     deadline = time.monotonic() + within
     while True:
-        alive = [p for p in pids if Path(f"/proc/{p}").exists()
-                 and Path(f"/proc/{p}/stat").read_text().split(") ")[-1][:1] != "Z"]
+        alive = [p for p in pids if _alive_not_zombie(p)]
         if not alive or time.monotonic() > deadline:
             return alive
 
