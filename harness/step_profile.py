@@ -296,6 +296,16 @@ def _owned_kernels(evt: Any, task: str | None, out: list) -> None:
         _owned_kernels(c, task, out)
 
 
+def device_work(events: list) -> list:
+    """The GPU's own work among torch.profiler's events: kernels, copies and sets, not the CPU side
+    and not the GPU side of range annotations (ours, the profiler's steps)."""
+    from torch.autograd import DeviceType
+
+    return [e for e in events if e.device_type != DeviceType.CPU
+            and not str(getattr(e, "activity_type", "")).endswith("user_annotation")
+            and not e.name.startswith(("warpsmith::", "ProfilerStep"))]
+
+
 def attribute_kernels(events: list, steps: int, task_kernels: dict[str, set[str]] | None = None
                       ) -> tuple[dict[str, dict], float, float]:
     """{row: {kind, device_us, launches, kernels}} per step from torch.profiler's events, the GPU
@@ -329,11 +339,7 @@ def attribute_kernels(events: list, steps: int, task_kernels: dict[str, set[str]
             claimed[k.name] = claimed.get(k.name, 0.0) + k.duration / steps
     total, n = 0.0, 0
     ran: dict[str, list[float]] = {}
-    for e in events:
-        if e.device_type == DeviceType.CPU or str(getattr(e, "activity_type", "")).endswith("user_annotation"):
-            continue
-        if e.name.startswith(("warpsmith::", "ProfilerStep")):  # the GPU side of our own ranges
-            continue
+    for e in device_work(events):
         us = (e.time_range.end - e.time_range.start) / steps
         total += us
         n += 1
@@ -445,10 +451,7 @@ def measure_times(workload: Any, steps: int = 10, task_kernels: dict[str, set[st
             for _ in range(steps):
                 g.replay()
                 torch.cuda.synchronize()  # replays apart: each one's span is measured on its own
-        from torch.autograd import DeviceType
-
-        dev_events = [e for e in gprof.events() if e.device_type != DeviceType.CPU
-                      and not e.name.startswith("warpsmith::")]
+        dev_events = device_work(list(gprof.events()))
         replayed = len(dev_events) / steps
         out["graph_coverage"] = min(replayed / out["launches"], 1.0) if out["launches"] else None
         out.update(replay_gaps([(e.time_range.start, e.time_range.end) for e in dev_events], steps))
