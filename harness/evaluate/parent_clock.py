@@ -153,9 +153,12 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     # that process never held the candidate, and the parent's clock on one call is mostly round
     # trip (on the H200 it sized 4k x 4k batches at 13-38 calls where ~130 make 4 ms).
     got = [s for s in singles if s]
-    on_events = opts.on_gpu and got and all(s["child"] > 0 for s in got)
-    one = (vd.median([s["child"] for s in got]) if on_events
-           else vd.median([max(s["wall"] - overhead, 0.1) for s in got]) if got else 100.0)
+    if not got:
+        one = 100.0
+    elif opts.on_gpu and all(s["child"] > 0 for s in got):
+        one = vd.median([s["child"] for s in got])
+    else:
+        one = vd.median([max(s["wall"] - overhead, 0.1) for s in got])
     if mem_free_bytes is None and graph:  # asked of the incumbent's child: the candidate's could say anything
         r, _ = children["incumbent"].request({"op": "mem"}, to)
         mem_free_bytes = r.get("free") if r.get("ok") else None
