@@ -228,7 +228,7 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       t0=$(date +%s%N)
       (cd "$WS" && timeout 90 $H eval softmax "$REPO/kernels/softmax/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
       echo "eval rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the whole command)"; tail -3 "$OUT/tp_eval.err"
-      python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start'))"
+      python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start')); print('timing parts_s', v.get('timing_parts_s')); print('calls/batch', [(s['name'], s.get('calls_per_batch'), s.get('candidate_us'), s.get('noise_pct')) for s in v['shapes']])"
       timeout 40 python3 "$REPO/bench/channel_speed.py" --mb 256 --frames 4
       tl=$(( L - ($(date +%s) - start) - 20 ))
       [ "$tl" -lt 60 ] && { echo "== throughput: only $tl s left for the batch, skipped"; continue; }

@@ -372,9 +372,12 @@ class Child:
         return {"ok": True, "n_out": len(outs), "observed": observed}, send
 
     def op_mem(self, req: dict) -> tuple[dict, list]:
-        """Free GPU memory: the parent sizes its batches from the incumbent's child (not the candidate's)."""
+        """Free GPU memory: the parent sizes its batches from the incumbent's child (not the candidate's).
+        The allocator's cache is handed back first: after the correctness stage's shapes each child
+        held tens of GB it no longer used, and the H200 reported ~1.6 GB free (batches of 6 calls)."""
         if not self.on_gpu:
             return {"ok": True, "free": None}, []
+        self.torch.cuda.empty_cache()
         return {"ok": True, "free": int(self.torch.cuda.mem_get_info()[0])}, []
 
     def op_device(self, req: dict) -> tuple[dict, list]:

@@ -100,6 +100,10 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
                                "checked": 0, "errors": [], "observed": []} for r in roles}
     batch_no = [0]
     warmed: set[str] = set()
+    parts: dict[str, float] = {}  # wall seconds by part (prep, batch, fetch, check, freeze, setup)
+
+    def spent(part: str, t0: float) -> None:
+        parts[part] = parts.get(part, 0.0) + time.perf_counter() - t0
 
     def run_batch(role: str, n: int, check: bool) -> dict | None:
         """Prepare, time (the other child frozen), fetch and check one batch. None if it crashed."""
@@ -110,28 +114,38 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         # The checked call is named at prep: a captured graph keeps only that call's output (the
         # candidate could read it from the request either way, in its own process).
         j = rng.randrange(n) if (check and n) else None
+        t0 = time.perf_counter()
         r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds, "check": j,
                            "warmup": 0 if role in warmed else warmup, "graph": graph}, to)  # (compiles, autotunes)
         warmed.add(role)
+        spent("prep", t0)
         if not r.get("ok"):
             res[role]["errors"].append(r.get("error"))
             return None
+        t0 = time.perf_counter()
         if other is not ch:
             freeze(other, True)
         try:
+            t1 = time.perf_counter()
             r, wall = timed(ch, {"op": "batch", "n": n, "check": j}, to)
+            spent("batch", t1)
         finally:
             if other is not ch:
                 freeze(other, False)
+        parts["freeze"] = parts.get("freeze", 0.0) + time.perf_counter() - t0 - wall / 1e6
         if not r.get("ok"):
             res[role]["errors"].append(r.get("error"))
             return None
+        t0 = time.perf_counter()
         f, tensors = ch.request({"op": "fetch"}, to)
+        spent("fetch", t0)
         res[role]["observed"] += f.get("observed", [])
         if j is not None:
             res[role]["checked"] += 1
+            t0 = time.perf_counter()
             err = check_output(tensors, f.get("n_out", 1), seeds[j]) if len(tensors) == f.get("n_out", 1) \
                 else "the output is not a plain tensor"
+            spent("check", t0)
             if err:
                 res[role]["bad"] += 1
                 res[role]["errors"].append(err)
@@ -160,6 +174,8 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     else:
         one = vd.median([max(s["wall"] - overhead, 0.1) for s in got])
     if mem_free_bytes is None and graph:  # asked of the incumbent's child: the candidate's could say anything
+        # (the candidate's child is asked first only so that it, too, hands back its allocator's cache)
+        children["candidate"].request({"op": "mem"}, to)
         r, _ = children["incumbent"].request({"op": "mem"}, to)
         mem_free_bytes = r.get("free") if r.get("ok") else None
     n = calls_per_batch(one, in_bytes, mem_free_bytes // 4 if mem_free_bytes else None)
@@ -184,6 +200,7 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             d["child_us"].append(s["child"])
             d["per_call_us"].append(net / n)
     return {"roles": res, "n": n, "graph": graph, "overhead_us": overhead, "overhead_by_role_us": over,
+            "parts_s": parts,
             "incumbent_alone_us": vd.median(alone) if alone else None,
             "incumbent_alone_child_us": vd.median(alone_child) if alone_child else None}
 

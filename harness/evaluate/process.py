@@ -388,6 +388,9 @@ class _Run:
     stage: str = "done"
     shapes: list[dict] = field(default_factory=list)
     output: str = ""
+    # Where the timing phase's wall time went (prep, batch, fetch, check, ...), summed over shapes:
+    # the throughput benchmark prints it (issue 18).
+    timing_parts_s: dict[str, float] = field(default_factory=dict)
 
     def reject(self, stage: str, rule: str, message: str) -> None:
         order = ["static", "import", "correctness", "guard", "timing", "done"]

@@ -190,6 +190,8 @@ def _finish(v: dict, run: _Run, t0: float, timing_available: bool) -> dict:
     v["accepted"] = not run.reasons
     v["timing_available"] = timing_available
     v["output"] = run.output
+    if run.timing_parts_s:
+        v["timing_parts_s"] = run.timing_parts_s
     correct = all(s.get("correct") for s in run.shapes) and bool(run.shapes)
     slower = [s["name"] for s in run.shapes if s.get("speedup") and s.get("noise_pct")
               and (s["speedup"] - 1) * 100 < -s["noise_pct"]]

@@ -176,6 +176,8 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
             m = parent_clock.measure({"incumbent": inc_child, "candidate": cand_child}, task, ref_mod, shape, opts,
                                      seeds_for(shape), _output_checker(task, ref_mod, shape),
                                      input_bytes(ref_mod, task, shape))
+            for part, sec in m["parts_s"].items():
+                run.timing_parts_s[part] = round(run.timing_parts_s.get(part, 0.0) + sec, 3)
             bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
             entry = by_name[shape.name]
             if entry.get("speedup") is not None:
