@@ -154,6 +154,9 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
             "p50_time_to_verdict_s": {k: (round(x, 2) if x is not None else None) for k, x in ttv.items()},
             "p50_phases_s": {k: (round(x, 2) if x is not None else None)
                              for k, x in ((k, p50([c[k] for c in costs.values()])) for k in PHASES)},
+            # Where the timing phase went (the verdict's timing_parts_s): p50 over the candidates timed.
+            "p50_timing_parts_s": {k: round(p50([(v.get("timing_parts_s") or {}).get(k) for v in by_file.values()]), 2)
+                                   for k in sorted({k for v in by_file.values() for k in (v.get("timing_parts_s") or {})})},
             "prewarmed": sum(c["prewarmed"] for c in costs.values()),
             "per_min": round(len(by_file) / wall * 60, 2) if wall > 0 else None,
             "verdicts": {f: summary(v) for f, v in sorted(by_file.items())}, "device": next(
@@ -256,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
         print(f"{spec:<10} {len(r['workers'])} worker(s) {', '.join(r['workers'])}: start {r['start_s']}s, "
               f"{r['candidates']} candidates in {r['wall_s']}s = {r['per_min']} candidates/min", flush=True)
+        if r["p50_timing_parts_s"]:
+            print(f"{'':<10} timing phase, p50 seconds by part: "
+                  + ", ".join(f"{k} {x}" for k, x in r["p50_timing_parts_s"].items()), flush=True)
         if r["heldout_s_per_candidate"] is not None:
             print(f"{'':<10} held-out shapes + hard inputs: {r['heldout_s_per_candidate']} s per candidate that ran "
                   f"them, {r['heldout_share_pct']}% of those evaluations' wall time", flush=True)
