@@ -1,6 +1,6 @@
 """The child process: imports candidate code and runs it on request, watched by the guards.
 
-Started by runner.py as `python -m harness.evaluate.child RFD WFD` in its own temporary cwd, with a
+Started by runner.py as `python -m harness.evaluate.child RFD WFD SOCK` in its own temporary cwd, with a
 scrubbed environment. Order matters: read the channel key, load the task's reference module, set
 up the guards and take the identity snapshot, and only then import any candidate code. The child
 never decides correctness: it sends raw outputs and guard observations to the parent, which
@@ -448,7 +448,13 @@ def main(argv: list[str]) -> int:
     # Candidate code may start processes; they must not inherit the channel.
     os.set_inheritable(rfd, False)
     os.set_inheritable(wfd, False)
-    ep = Endpoint(rfd, wfd, key)
+    sock = None
+    if len(argv) > 3:  # the socket large outputs travel over, as sealed memfds
+        import socket
+
+        sock = socket.socket(fileno=int(argv[3]))
+        sock.set_inheritable(False)
+    ep = Endpoint(rfd, wfd, key, sock=sock)
     del key
     # The slow part of a start (imports; on a GPU the CUDA context), before the job arrives: a
     # pre-warmed spare (harness/evaluate/prewarm.py) does it while earlier evaluations run.

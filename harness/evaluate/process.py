@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import select
+import socket
 import shutil
 import signal
 import subprocess
@@ -169,25 +170,28 @@ class ChildProcess:
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
         widen_pipe(res_r)
+        # Large outputs come back as sealed memfds over this socket (harness/evaluate/channel.py).
+        files_p, files_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.key = secrets.token_bytes(32)
         env = scrubbed_env(on_gpu=on_gpu, home=str(self.scratch / "home"))
         # CUTE_DSL_CACHE_DIR: CuTe DSL's compile cache, like Triton's one of its own per child.
         env.update(TMPDIR=str(self.scratch / "tmp"), TRITON_CACHE_DIR=str(self.scratch / "triton"),
                    CUTE_DSL_CACHE_DIR=str(self.scratch / "cute"),
                    XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"), WARPSMITH_EVAL_MARK=self.marker)
-        argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w)]
+        argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w), str(files_c.fileno())]
         if self.sandboxed:
             argv = wrap(argv, self.scratch, gpu=on_gpu, python=opts.python, readonly=[str(self.staged)],
                         chdir=self.cwd)
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, pass_fds=(req_r, res_w), start_new_session=True,
+            stdout=log, stderr=subprocess.STDOUT, pass_fds=(req_r, res_w, files_c.fileno()), start_new_session=True,
         )
         log.close()
         os.close(req_r)
         os.close(res_w)
-        self.ep = Endpoint(res_r, req_w, self.key)
+        files_c.close()
+        self.ep = Endpoint(res_r, req_w, self.key, sock=files_p)
         self.ep.wait = self._wait
         self.deadline = math.inf
         self.peak_rss = 0
@@ -351,6 +355,8 @@ class ChildProcess:
                 os.close(fd)
             except OSError:
                 pass
+        if self.ep.sock is not None:
+            self.ep.sock.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

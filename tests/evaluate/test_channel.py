@@ -137,3 +137,89 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view[: 1 << 20]):]
+
+
+# -- large outputs as sealed memfds over a Unix socket ------------------------------------------
+
+def _socket_pair():
+    import socket
+
+    r, w = os.pipe()
+    ps, cs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    key = os.urandom(32)
+    return Endpoint(-1, w, key, sock=cs), Endpoint(r, -1, key, sock=ps), (r, w, ps, cs)
+
+
+def _close(things):
+    for t in things:
+        t.close() if hasattr(t, "close") else os.close(t)
+
+
+def _forge_file_frame(w: int, sock, key: bytes, fd: int, nbytes: int) -> None:
+    """A frame with the right key naming one memfd tensor, and `fd` sent as that file."""
+    import hashlib
+    import hmac
+    import json
+    import socket
+
+    body = json.dumps({"ok": True, "tensors": [{"dtype": "uint8", "shape": [nbytes], "nbytes": nbytes,
+                                                "memfd": True}]}).encode() + b"\n"
+    mac = hmac.new(key, struct.pack(">Q", 0), hashlib.sha256)
+    mac.update(body)
+    socket.send_fds(sock, [struct.pack(">Q", 0)], [fd])
+    os.write(w, struct.pack(">I", len(body)) + mac.digest() + body)
+
+
+def test_a_large_output_arrives_as_a_sealed_file_bit_exact_and_small_ones_through_the_pipe():
+    from harness.evaluate.channel import MEMFD_MIN
+
+    a, b, fds = _socket_pair()
+    big = torch.randn(MEMFD_MIN // 2 + 3).to(torch.bfloat16)
+    small = torch.arange(7, dtype=torch.int32)
+    a.send({"n": 2}, [big, small])
+    hdr, (x, y) = b.recv()
+    assert hdr == {"n": 2}
+    assert torch.equal(x.view(torch.int16), big.view(torch.int16)) and torch.equal(y, small)
+    x[0] = 1.0  # the parent's view is copy-on-write: it may change its copy
+    _close(fds)
+
+
+def test_an_output_file_that_can_still_be_written_is_refused():
+    """Sealing is what makes the file a snapshot: an unsealed one could change while it is checked."""
+    a, b, (r, w, ps, cs) = _socket_pair()
+    fd = os.memfd_create("unsealed", os.MFD_ALLOW_SEALING)
+    os.write(fd, b"\0" * 4096)
+    _forge_file_frame(w, cs, a.key, fd, 4096)
+    with pytest.raises(Forged, match="not sealed"):
+        b.recv()
+    os.close(fd)
+    _close((r, w, ps, cs))
+
+
+def test_an_output_file_of_another_size_or_kind_is_refused():
+    from harness.evaluate.channel import sealed_memfd
+
+    for make, why in ((lambda: sealed_memfd(memoryview(b"\1" * 100)), "holds 100 bytes"),
+                      (lambda: os.open(__file__, os.O_RDONLY), "not a sealable memory file")):
+        a, b, (r, w, ps, cs) = _socket_pair()
+        fd = make()
+        _forge_file_frame(w, cs, a.key, fd, 4096)
+        with pytest.raises(Forged, match=why):
+            b.recv()
+        os.close(fd)
+        _close((r, w, ps, cs))
+
+
+def test_a_frame_naming_files_that_never_came_is_refused_without_waiting():
+    a, b, (r, w, ps, cs) = _socket_pair()
+    import hashlib
+    import hmac
+    import json
+
+    body = json.dumps({"ok": True, "tensors": [{"dtype": "uint8", "shape": [8], "nbytes": 8, "memfd": True}]}).encode() + b"\n"
+    mac = hmac.new(a.key, struct.pack(">Q", 0), hashlib.sha256)
+    mac.update(body)
+    os.write(w, struct.pack(">I", len(body)) + mac.digest() + body)
+    with pytest.raises(Forged, match="never sent"):
+        b.recv()
+    _close((r, w, ps, cs))
