@@ -97,19 +97,9 @@ def enforced_rules(session: Session, task: Task, catalog) -> list[str]:
     return [str(p.path) for p in picked if p is not None and p.kind == "rules"]
 
 
-def make_evaluate(cfg: RunConfig, extra_rules: Callable[[], list[str]] = list) -> Callable[[Task, Path, Path], dict]:
-    from harness.evaluate import EvalOptions, evaluate
-
-    def run(task: Task, candidate: Path, incumbent: Path) -> dict:
-        return evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules(),
-                                                                run_timeout_s=cfg.timeout_s))
-
-    return run
-
-
 def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dict:
     """A kernel that wins alone must win in the task's end-to-end workload too (task.toml `e2e`)
-    before it can be kept: run on every verdict that recommends a keep, by either loop (Loop.check_verdict)."""
+    before it can be kept: run on every verdict that recommends a keep (Loop.check_verdict)."""
     rec = verdict.get("recommendation") or {}
     if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
         from harness.e2e import apply_e2e, run_e2e_check
@@ -184,28 +174,22 @@ def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session)
 
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
+    from harness.evaluate import EvalOptions
+    from harness.evaluate.backends import make_evaluator
     from harness.packs import PackError, PackWatcher, Selection
     from harness.prompt import build_prompt
 
     agent = make_agent(cfg.agent, session, cfg)
     catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
     decider = wrap_decider(decider, task, cfg, session)
-    if cfg.eval_backend != "local" or cfg.proposals > 1:
-        # Several candidates in flight, evaluated on a pool of GPUs or a Ray cluster.
-        from harness.evaluate.backends import make_evaluator
-        from harness.parallel import ParallelLoop
-
-        from harness.evaluate import EvalOptions
-
-        evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
-        loop = ParallelLoop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
-                            budget=getattr(agent, "budget", None), proposals=cfg.proposals,
-                            options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
-                                                        run_timeout_s=cfg.timeout_s))
-    else:
-        loop = Loop(session, task, agent, decider, make_evaluate(cfg, lambda: enforced_rules(session, task, catalog)),
-                    emit=emit, max_iterations=cfg.iterations, budget=getattr(agent, "budget", None))
-    loop.check_verdict = e2e_gate  # (the parallel loop once skipped it: the check lived in make_evaluate)
+    # Where candidates are evaluated (here, a pool of GPUs, a Ray cluster); with --proposals 1 on
+    # one worker, one candidate at a time.
+    evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
+    loop = Loop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
+                budget=getattr(agent, "budget", None), proposals=cfg.proposals,
+                options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
+                                            run_timeout_s=cfg.timeout_s))
+    loop.check_verdict = e2e_gate  # (a second loop for --proposals N once skipped it)
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 

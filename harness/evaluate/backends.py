@@ -173,6 +173,8 @@ class Evaluator(Protocol):
 
     def add_listener(self, fn: Callable[[list[dict]], None]) -> None: ...
 
+    def capacity(self) -> int: ...  # how many jobs run at once
+
     def close(self) -> None: ...
 
 
@@ -349,8 +351,9 @@ class WorkerSet:
             except Exception as e:  # a backend bug: report on this job, keep the worker
                 verdict = lost_verdict(p.job, f"{type(e).__name__}: {e}", "harness-error")
             slot.jobs_done += 1
-            verdict["worker"] = {"backend": self.name, "name": slot.name, "gpu": slot.gpu, "node": slot.node,
-                                 "attempts": p.attempts + 1}
+            # (a copy: a canned verdict may be handed out again)
+            verdict = {**verdict, "worker": {"backend": self.name, "name": slot.name, "gpu": slot.gpu,
+                                             "node": slot.node, "attempts": p.attempts + 1}}
             p.future.set_result(verdict)
             self._set(slot, "idle")
 
@@ -381,22 +384,30 @@ class WorkerSet:
 
 # -- local ----------------------------------------------------------------------------------------
 class LocalEvaluator(WorkerSet):
-    """Today's behaviour: one evaluation at a time, from this process."""
+    """One evaluation at a time, from this process: `run_job`, or the `run` given (see `calling`)."""
 
     name = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, run: Callable[[EvalJob], dict] | None = None) -> None:
         super().__init__([_Slot("local", _local_gpu_label())])
+        self._run = run or run_job
         self.start()
-        from harness.evaluate import prewarm
+        if run is None:
+            from harness.evaluate import prewarm  # (the children's module: only when they will be used)
 
-        prewarm.warm()  # the first candidates' children start while the agent writes the first proposal
+            prewarm.warm()  # the first candidates' children start while the agent writes the first proposal
 
     def _start_worker(self, slot: _Slot) -> None:
         slot.pid, slot.node = os.getpid(), socket.gethostname()
 
     def _run_on(self, slot: _Slot, job: EvalJob) -> dict:
-        return run_job(job)
+        return self._run(job)
+
+
+def calling(evaluate: Callable[[Any, Path, Path], dict], task: Any) -> Callable[[EvalJob], dict]:
+    """A plain `evaluate(task, candidate, incumbent) -> verdict` as a local job runner: for loops built
+    with canned verdicts (tests, tui.testing). The loop writes the files the job names."""
+    return lambda job: evaluate(task, Path(job.candidate_label), Path(job.incumbent_label))
 
 
 def _local_gpu_label() -> str:
@@ -716,11 +727,3 @@ def make_evaluator(spec: str = "local", log_dir: Path | None = None) -> WorkerSe
         return RayEvaluator(address=arg or None)
     raise BackendUnavailable(f"unknown --eval backend {spec!r}; use {BACKENDS_HELP}")
 
-
-def evaluate_fn(evaluator: WorkerSet, options: Any = None) -> Callable[[Any, Path, Path], dict]:
-    """The plain `evaluate(task, candidate, incumbent) -> verdict` the base Loop takes, on any backend."""
-
-    def run(task: Any, candidate: Path, incumbent: Path) -> dict:
-        return evaluator.submit(EvalJob.from_paths(task, candidate, incumbent, 0, options)).result()
-
-    return run
