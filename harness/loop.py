@@ -21,7 +21,7 @@ from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, Pr
 from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
 from harness.dispatch import keep_for_buckets, restore_bucket_refs
 from harness.evaluate.backends import EvalJob, Evaluator, LocalEvaluator, calling, options_dict
-from harness.evaluate.records import Recommendation
+from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
 from harness.history import SessionHistory
 from harness.inflight import Flight, InFlight
@@ -69,20 +69,18 @@ class AutoDecider:
 
 
 def summarize_verdict(verdict: dict) -> str:
-    parts = []
-    for r in verdict.get("reasons", [])[:6]:
-        parts.append(f"{r.get('rule')}: {r.get('message')}")
-    for v in verdict.get("violations", [])[:6]:
-        parts.append(f"line {v.get('line')}: {v.get('rule')}: {v.get('message')}")
-    for s in verdict.get("shapes", []):
-        if s.get("candidate_us") is not None:
-            parts.append(f"{s['name']}: {s['candidate_us']:.1f} us vs {s.get('incumbent_us') or 0:.1f} us")
-        elif s.get("error"):
-            parts.append(f"{s['name']}: {s['error']}")
-    g = verdict.get("geomean_speedup")
-    if g:
-        parts.append(f"geomean speedup {g:.3f}x")
-    if not verdict.get("timing_available", True):
+    """The verdict in a line of the agent's history: reasons, rule hits with lines, per-shape times."""
+    v = Verdict.from_json(verdict)
+    parts = [f"{r.get('rule')}: {r.get('message')}" for r in v.reasons[:6]]
+    parts += [f"line {x.get('line')}: {x.get('rule')}: {x.get('message')}" for x in v.violations[:6]]
+    for s in v.shapes:
+        if s.candidate_us is not None:
+            parts.append(f"{s.name}: {s.candidate_us:.1f} us vs {s.incumbent_us or 0:.1f} us")
+        elif s.error:
+            parts.append(f"{s.name}: {s.error}")
+    if v.geomean_speedup:
+        parts.append(f"geomean speedup {v.geomean_speedup:.3f}x")
+    if "timing_available" in verdict and not v.timing_available:  # (a verdict without the key says nothing)
         parts.append("timing unavailable on this machine (Triton interpreter)")
     return "; ".join(parts)
 
@@ -218,8 +216,12 @@ class Loop:
         if r["verdict"] is not None:
             slot.verdict, slot.state = r["verdict"], "ready"
         self.flight.add(slot)
-        if slot.verdict is None:
-            self._submit(slot) if slot.incumbent_commit == ws.best else self._commit_and_submit(slot)
+        if slot.verdict is not None:
+            return
+        if slot.incumbent_commit == ws.best:
+            self._submit(slot)
+        else:  # its incumbent was replaced since it was proposed: commit it again on the best
+            self._commit_and_submit(slot)
 
     # -- code already measured ----------------------------------------------------------------
     def twin_of(self, source: str, incumbent_commit: str, incumbent_source: str) -> str | None:
@@ -381,9 +383,11 @@ class Loop:
                         self._stop_reason = self._stop_reason or stop
                     if self.iteration == it:
                         self.iteration = it - 1  # it proposed nothing: not counted
-                return self.flight.set(slot, "void")
+                self.flight.set(slot, "void")
+                return
             if proposal is None:
-                return self.flight.set(slot, "no-candidate")
+                self.flight.set(slot, "no-candidate")
+                return
             flying = self._claim(slot, proposal, incumbent, incumbent_source)
             if flying is None:
                 break
@@ -392,10 +396,12 @@ class Loop:
         else:
             self.emit(ev.AgentNotice(it, "warning", f"{_ASK_AGAIN} proposals in a row repeated a candidate in "
                                                     "flight; this iteration is skipped"))
-            return self.flight.set(slot, "no-candidate")
+            self.flight.set(slot, "no-candidate")
+            return
         if slot.twin:
             self.emit(ev.AgentNotice(it, "warning", f"not evaluated: the proposal is the same code as {slot.twin}"))
-            return self.flight.set(slot, "duplicate")
+            self.flight.set(slot, "duplicate")
+            return
         self._commit_and_submit(slot)
 
     def _build_prompt(self, ctx: ProposalContext) -> None:
