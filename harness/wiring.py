@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import events as ev
+from harness.evaluate.records import Verdict
 from harness.loop import Decider, Loop
 from harness.session import Session
 from harness.tasks import Task
@@ -100,12 +101,11 @@ def enforced_rules(session: Session, task: Task, catalog) -> list[str]:
 def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dict:
     """A kernel that wins alone must win in the task's end-to-end workload too (task.toml `e2e`)
     before it can be kept: run on every verdict that recommends a keep (Loop.check_verdict)."""
-    rec = verdict.get("recommendation") or {}
-    if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
+    v = Verdict.from_json(verdict)
+    if task.e2e and v.timing_available and v.recommendation is not None and v.recommendation.action == "keep":
         from harness.e2e import apply_e2e, run_e2e_check
 
-        verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent,
-                                                   kernel_speedup=verdict.get("geomean_speedup")))
+        verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent, kernel_speedup=v.geomean_speedup))
     return verdict
 
 
