@@ -12,8 +12,14 @@ from pathlib import Path
 from typing import Callable
 
 from harness import events as ev
+from harness.dispatch import KeepBucketsDecider
+from harness.e2e import apply_e2e, run_e2e_check
+from harness.evaluate import EvalOptions
+from harness.evaluate.backends import make_evaluator
 from harness.evaluate.records import Verdict
 from harness.loop import Decider, Loop
+from harness.packs import PackError, PackWatcher, Selection, discover, session_selection
+from harness.prompt import build_prompt
 from harness.session import Session
 from harness.tasks import Task
 
@@ -48,7 +54,7 @@ class RunConfig:
 
 def device_label() -> str:
     try:
-        import torch
+        import torch  # (seconds to import: only when the label is asked for)
 
         if torch.cuda.is_available():
             return torch.cuda.get_device_name(0)
@@ -67,7 +73,7 @@ def start_session(task: Task, cfg: RunConfig, base: Path | None = None) -> Sessi
 
 
 def make_agent(spec: str, session: Session | None = None, cfg: RunConfig | None = None):
-    try:
+    try:  # (agents are imported when one is made: each brings its SDK)
         from harness.agents.registry import make_agent as registry_make
     except ImportError:
         registry_make = None
@@ -103,8 +109,6 @@ def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dic
     before it can be kept: run on every verdict that recommends a keep (Loop.check_verdict)."""
     v = Verdict.from_json(verdict)
     if task.e2e and v.timing_available and v.recommendation is not None and v.recommendation.action == "keep":
-        from harness.e2e import apply_e2e, run_e2e_check
-
         verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent, kernel_speedup=v.geomean_speedup))
     return verdict
 
@@ -138,8 +142,6 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
     loaded: a selected id whose winning copy is broken (a user's pack over a built-in one) raises
     ValueError naming its file and line, instead of the lower-precedence copy being used. Nothing
     is journalled: `warpsmith run` calls this before it makes a session folder."""
-    from harness.packs import PackError, Selection, discover, session_selection
-
     catalog = discover()
     saved, add, remove = None, cfg.packs_add, cfg.packs_remove
     if session is not None:
@@ -166,19 +168,12 @@ def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session)
     around it, the same for every front end: --keep-buckets auto keeps a candidate that loses overall
     for the buckets where it wins."""
     if cfg.keep_buckets == "auto":
-        from harness.dispatch import KeepBucketsDecider
-
         decider = KeepBucketsDecider(decider, task, session=session)
     return decider
 
 
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
-    from harness.evaluate import EvalOptions
-    from harness.evaluate.backends import make_evaluator
-    from harness.packs import PackError, PackWatcher, Selection
-    from harness.prompt import build_prompt
-
     agent = make_agent(cfg.agent, session, cfg)
     catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
     decider = wrap_decider(decider, task, cfg, session)
@@ -210,7 +205,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         user = p.user
         step = session.root / "step_profile.json"  # written by the TUI's profile screen (w)
         if step.is_file() and getattr(agent, "reads_prompt", True):
-            from harness.step_profile import StepProfile, prompt_section as step_section
+            from harness.step_profile import StepProfile, prompt_section as step_section  # (only with one)
 
             try:  # a few lines: far inside the prompt's token budget
                 user += "\n\n" + step_section(StepProfile.load(step))
@@ -219,7 +214,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         if on_gpu and getattr(agent, "reads_prompt", True):
             # Where the incumbent's time goes, measured once per incumbent (cached by its hash);
             # up to two minutes with Nsight Compute, so only for agents that read the prompt.
-            from harness.profile import cached_profile, prompt_section
+            from harness.profile import cached_profile, prompt_section  # (only on a GPU)
 
             inc = session.work / "incumbent_for_profile.py"
             inc.write_text(ctx.incumbent_source)

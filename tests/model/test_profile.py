@@ -154,7 +154,7 @@ def test_on_a_gpu_the_incumbents_profile_goes_to_the_prompt_and_once_to_the_benc
     monkeypatch.setattr(w, "make_agent", lambda *a, **k: ReadsPrompt())
     canned_verdict = {"accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": False,
                       "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}}
-    monkeypatch.setattr(backends, "make_evaluator", lambda *a, **k: backends.LocalEvaluator(lambda job: canned_verdict))
+    monkeypatch.setattr(w, "make_evaluator", lambda *a, **k: backends.LocalEvaluator(lambda job: canned_verdict))
     monkeypatch.chdir(tmp_path)
     cfg = w.RunConfig(agent="reader", iterations=3, auto=True)
     events = []
