@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Mapping, TextIO
 
 from harness import events as ev
+from harness.dispatch import bucket_results
 from harness.evaluate.records import Recommendation, Verdict
+from harness.evaluate.sandbox import OFF_BANNER, disabled_by_user
 from harness.evaluate.verdict import BEST_US, CAND_US, cannot_keep_reason
 from harness.loop import DecisionReply, DecisionRequest
 
@@ -92,8 +94,6 @@ class Printer:
                        f"decisions {e.decision_mode}")
             if e.packs:
                 self._line("  packs: " + ", ".join(f"{p['id']}@{p['version']}" for p in e.packs))
-            from harness.evaluate.sandbox import OFF_BANNER, disabled_by_user
-
             if disabled_by_user():
                 self._line("  " + OFF_BANNER)
         elif isinstance(e, ev.IterationStarted):
@@ -188,7 +188,7 @@ class StdinDecider:
         try:
             if not self.inp.isatty():
                 return
-            import termios
+            import termios  # (POSIX only)
 
             termios.tcflush(self.inp.fileno(), termios.TCIFLUSH)
         except (AttributeError, ValueError, OSError, ImportError):  # not a real terminal (or Windows)
@@ -210,7 +210,7 @@ class StdinDecider:
         self._say(f"  [{request.iteration}] diff against the incumbent {p.incumbent[:10] or '(best)'}:")
         color = self.color if self.color is not None else bool(getattr(self.out, "isatty", lambda: False)())
         if color:
-            from rich.console import Console
+            from rich.console import Console  # (only for a colour terminal)
             from rich.text import Text
 
             console = Console(file=self.out, force_terminal=True, highlight=False, soft_wrap=True)
@@ -251,8 +251,6 @@ class StdinDecider:
                 self._say(accepted)
                 continue
             if word == "b" and buckets and not reason:
-                from harness.dispatch import bucket_results
-
                 results = bucket_results(self.task, request.verdict)
                 wins = [r.bucket for r in results if r.wins]
                 if not wins:
