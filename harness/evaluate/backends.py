@@ -31,8 +31,14 @@ import traceback
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, fields
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable, Protocol
+
+from harness.evaluate import prewarm
+from harness.evaluate.process import EvalOptions
+from harness.evaluate.runner import evaluate
+from harness.tasks import load_task
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RAY_INSTALL_HINT = ("the ray backend needs Ray: pip install 'ray[default]>=2.9' (from a checkout: "
@@ -135,9 +141,6 @@ def run_job(job: EvalJob) -> dict:
 
     Never raises: a harness bug or a bad task becomes a verdict naming what broke.
     """
-    from harness.evaluate import EvalOptions, evaluate
-    from harness.tasks import load_task
-
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-job-"))
     try:
         if job.task_files is not None:
@@ -393,8 +396,6 @@ class LocalEvaluator(WorkerSet):
         self._run = run or run_job
         self.start()
         if run is None:
-            from harness.evaluate import prewarm  # (the children's module: only when they will be used)
-
             prewarm.warm()  # the first candidates' children start while the agent writes the first proposal
 
     def _start_worker(self, slot: _Slot) -> None:
@@ -418,7 +419,7 @@ def _local_gpu_label() -> str:
 def visible_gpus() -> list[str]:
     """Physical ids of the GPUs this process may use (CUDA_VISIBLE_DEVICES order), [] without CUDA."""
     try:
-        import torch
+        import torch  # (seconds to import: a worker set is made before any evaluation needs it)
 
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception:  # a broken torch: act as CPU-only, evaluate() will say what is wrong
@@ -472,8 +473,6 @@ class PoolEvaluator(WorkerSet):
                                 start_new_session=True)  # a Ctrl-C in the terminal reaches the loop, not here
         child.close()
         log.close()
-        from multiprocessing.connection import Connection
-
         conn = Connection(os.dup(parent.fileno()))
         parent.close()
         slot.handle = (proc, conn)
@@ -548,15 +547,11 @@ def _warm_up() -> None:
         import triton  # noqa: F401
     except Exception:  # evaluate() reports a broken install on the job itself, with its message
         pass
-    from harness.evaluate import prewarm
-
     prewarm.warm()  # the first jobs' sandboxed children, importing while the worker waits for work
 
 
 def worker_main(fd: int) -> None:
     """A pool worker: receive jobs over the socket, answer verdicts, one at a time, until told to stop."""
-    from multiprocessing.connection import Connection
-
     conn = Connection(fd)
     import harness.evaluate  # noqa: F401  (fail here, before 'ready', if the install is broken)
 
@@ -576,7 +571,7 @@ def worker_main(fd: int) -> None:
 # -- ray ------------------------------------------------------------------------------------------
 def _import_ray() -> Any:
     try:
-        import ray
+        import ray  # (an optional extra: the other backends don't need it)
     except ImportError:
         raise BackendUnavailable(RAY_INSTALL_HINT) from None
     return ray
@@ -586,7 +581,7 @@ class _RayWorker:
     """A Ray actor holding one GPU (or one CPU for the interpreter); runs one job at a time."""
 
     def info(self) -> dict:
-        import ray
+        import ray  # (in the actor, where Ray is)
 
         _warm_up()
         ctx = ray.get_runtime_context()
