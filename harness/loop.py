@@ -276,7 +276,8 @@ class Loop:
                     slot = self.flight.first()
                     if slot is not None and slot.resolved:
                         break
-                    if slot is None and not any(t.is_alive() for t in proposers):
+                    # (no slot and a reason to stop: no proposer can open another)
+                    if slot is None and (self._stop_reason or not any(t.is_alive() for t in proposers)):
                         return self._stop_reason or "iterations done"
                     self.flight.cv.wait(timeout=0.5)
             if self._decide(slot):
@@ -335,7 +336,8 @@ class Loop:
         return self.budget is not None and bool(getattr(self.budget, "exhausted", False))
 
     def _stop_starting(self, reason: str) -> None:
-        with self.flight.cv:
+        """No more iterations start; the first reason given is the run's."""
+        with self.flight.cv:  # (a Condition's lock is reentrant: callers may hold it)
             self._stop_reason = self._stop_reason or reason
             self.flight.cv.notify_all()
 
@@ -346,13 +348,13 @@ class Loop:
                 if self.cancel.is_set() or self._stop_reason:
                     return None
                 if self.iteration >= self.max_iterations:
-                    self._stop_reason = "iterations done"
+                    self._stop_starting("iterations done")
                     return None
                 if self.resume_gate.is_set() and len(self.flight) < self.max_in_flight:
                     break
                 self.flight.cv.wait(timeout=0.5)
             if self._budget_out():
-                self._stop_reason = "budget reached"
+                self._stop_starting("budget reached")
                 return None
             self.iteration += 1
             return self.flight.add(InFlight(self.iteration, agent=self.agent))
@@ -380,7 +382,7 @@ class Loop:
             if stop is not None:
                 with self.flight.cv:
                     if stop != "stopped":
-                        self._stop_reason = self._stop_reason or stop
+                        self._stop_starting(stop)
                     if self.iteration == it:
                         self.iteration = it - 1  # it proposed nothing: not counted
                 self.flight.set(slot, "void")
