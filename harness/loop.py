@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from harness import events as ev
 from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, ProposalContext,
                                  ReasoningChunk, UsageReport)
 from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
+from harness.decision import AutoDecider, Decider, DecisionReply, DecisionRequest  # noqa: F401 (callers import them from here)
 from harness.dispatch import keep_for_buckets, restore_bucket_refs
 from harness.evaluate.backends import EvalJob, Evaluator, LocalEvaluator, calling, options_dict
 from harness.evaluate.records import Recommendation, Verdict
@@ -30,42 +30,6 @@ from harness.tasks import Task
 from harness.workspace import unified_diff
 
 EvaluateFn = Callable[[Task, Path, Path], dict]
-
-
-@dataclass
-class DecisionRequest:
-    iteration: int
-    commit: str
-    description: str
-    verdict: dict
-    action: str  # recommended: keep | revert
-    reason: str
-    can_keep: bool
-
-
-@dataclass
-class DecisionReply:
-    action: str  # keep | revert
-    by: str = "human"  # human | auto
-    reason: str = ""  # a veto reason, fed back to the agent
-    confirmed_override: bool = False  # the person confirmed keeping against the recommendation
-    buckets: list[str] = field(default_factory=list)  # revert overall, but keep for these buckets
-
-
-class Decider(Protocol):
-    def decide(self, request: DecisionRequest) -> DecisionReply: ...
-
-
-class AutoDecider:
-    """Follows the harness's recommendation (`--auto`)."""
-
-    def decide(self, request: DecisionRequest) -> DecisionReply:
-        # A recommendation may name buckets to keep the candidate for (a geomean win that slows a
-        # protected shape: harness.evaluate.keep_policy); following it keeps it for those only.
-        rec = Recommendation.of(request.verdict)
-        buckets = rec.buckets if rec is not None else []
-        return DecisionReply(request.action, by="auto", buckets=buckets if request.can_keep else [],
-                             reason=f"kept for buckets {', '.join(buckets)} only, as recommended" if buckets else "")
 
 
 def summarize_verdict(verdict: dict) -> str:
