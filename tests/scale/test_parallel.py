@@ -171,7 +171,10 @@ def test_a_candidate_measured_against_a_replaced_incumbent_is_measured_again(tmp
     assert any(isinstance(e, ev.AgentNotice) and "measuring it again" in e.message for e in events)
 
 
-def test_resume_decides_every_undecided_candidate(tmp_path):
+@pytest.mark.parametrize("again_proposals", [2, 1])
+def test_resume_decides_every_undecided_candidate(tmp_path, again_proposals):
+    """Killed with several undecided; resumed with several proposers or with one (then they are
+    decided, in order, before the first new proposal)."""
     backend = FakeBackend(2)
 
     class Crash:
@@ -186,7 +189,7 @@ def test_resume_decides_every_undecided_candidate(tmp_path):
     backend2 = FakeBackend(2)
     decider = Decider()
     again = Session.open(s.id, base=tmp_path / "sessions")
-    _, loop, _, reason = run_loop(tmp_path, backend2, decider, n=3, proposals=2, session=again)
+    _, loop, _, reason = run_loop(tmp_path, backend2, decider, n=3, proposals=again_proposals, session=again)
     assert decider.asked[:len(undecided)] == sorted(undecided)
     assert decider.asked == sorted(decider.asked)
     assert {a.meta.get("script_file") for a in loop.history if a.meta} == {p.name for p in (tmp_path / "script").glob("*.py")}
