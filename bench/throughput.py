@@ -7,7 +7,7 @@
 Last it prints a short table: candidates a minute, the p50 time to verdict (all, accepted, rejected)
 and the p50 of each phase (`phase_costs`), with the held-out checks' cost per candidate.
 
-For each backend, a real session (ParallelLoop, script agent replaying the batch, every candidate
+For each backend, a real session (harness.loop.Loop, script agent replaying the batch, every candidate
 reverted so each is measured against the same baseline) runs the whole batch; the figure is
 candidates evaluated per minute of wall time from the first proposal to the last decision, worker
 start-up excluded (reported beside it). Then each backend's verdicts are compared with the first
@@ -98,7 +98,7 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
                 time_limit: float | None = None) -> dict:
     from harness.agents.script import ScriptAgent
     from harness.evaluate.backends import make_evaluator
-    from harness.parallel import ParallelLoop
+    from harness.loop import Loop
     from harness.session import Session
 
     t0 = time.monotonic()
@@ -123,7 +123,7 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
     agent = ScriptAgent(folder)
     n = len(agent.files)
     t1 = time.monotonic()
-    loop = ParallelLoop(session, task, agent, RevertAll(), evaluator, emit=emit, max_iterations=n,
+    loop = Loop(session, task, agent, RevertAll(), evaluator, emit=emit, max_iterations=n,
                         proposals=max(proposals, evaluator.capacity()), options=options)
     stopper = None
     if time_limit:  # stop proposing and deciding; the table then covers the verdicts that landed

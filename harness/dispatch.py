@@ -36,7 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.tasks import Bucket, Shape, Task, compare, load_module
+from harness.tasks import Bucket, Shape, Task, TaskError, compare, load_module, load_task
 
 BUCKET_REF_PREFIX = "refs/buckets/"
 BUCKET_KEPT_PREFIX = "refs/kept-buckets/"
@@ -280,7 +280,7 @@ def bucket_axis(task: Task, dim: str, ref: ModuleType | None = None) -> tuple[in
     reference.py may say it outright with `bucket_axis(dim) -> (input_index, axis)`; otherwise it is
     inferred by building the interpreter shapes' inputs (small, on the CPU) and matching sizes.
     """
-    import torch
+    import torch  # (seconds to import: the loop imports this module for bucket keeps, which rarely need it)
 
     ref = ref or task.load_reference()
     if callable(getattr(ref, "bucket_axis", None)):
@@ -480,8 +480,6 @@ def kernels():
 
 def export_session(session, out: Path, task: Task | None = None) -> int:
     """`warpsmith sessions export ID -o FILE`. Exit 0 written, 2 bad input (message on stderr)."""
-    from harness.tasks import TaskError, load_task
-
     out = Path(out)
     try:
         task = task or load_task(session.meta.task, check_null=False)
@@ -549,7 +547,7 @@ def check_dispatcher(task: Task, path: Path, device: str = "cpu", shapes: list[t
                      seed: int = 1234) -> list[dict]:
     """Import an exported dispatcher and check it on every probe shape: routed to the expected
     bucket and correct against the task's reference. One dict per shape: {shape, bucket, routed, ok, error}."""
-    import torch
+    import torch  # (seconds to import: only here and in bucket_axis)
 
     mod = load_module(Path(path), f"warpsmith_dispatch_check_{abs(hash(str(path)))}")
     fn = getattr(mod, task.entry, None)

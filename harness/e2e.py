@@ -13,15 +13,24 @@ events; workloads are interleaved round by round so drift hits all alike. A cand
 cannot be captured while the incumbent's can, or whose workload is slower beyond the noise band, is
 rejected (`e2e-graph`, `e2e-slower`). Without a GPU, timing is unavailable and nothing is rejected
 for speed; the outputs are still compared. Tests inject a timer (`Timer`) to exercise the logic.
+torch is imported inside the functions that run a workload: it takes seconds, and the harness
+imports this module to build a loop whether or not any task has an e2e workload.
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from harness.dispatch import bucket_keeps, export_session
 from harness.tasks import Task, TaskError, load_module, load_task
 
 Timer = Callable[[Callable[[], Any], int], list[float]]  # (step, reps) -> per-rep microseconds
@@ -37,9 +46,7 @@ class GraphCaptureError(E2EError):
 
 
 def _import_file(path: Path, name: str) -> ModuleType:
-    from harness.tasks import load_module  # registers the module in sys.modules while it runs
-
-    return load_module(path, name)
+    return load_module(path, name)  # (registers the module in sys.modules while it runs)
 
 
 def load_workload_module(task: Task) -> ModuleType:
@@ -264,11 +271,6 @@ def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float
     """e2e_check in a child process: candidate code never runs in the harness's own process, and
     the child's environment is scrubbed of credentials as the evaluator's is. Same dict as e2e_check;
     a crash or timeout comes back as a rejection (`e2e-crash`)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     try:
         from harness.evaluate.runner import scrubbed_env
     except ImportError:  # evaluator absent (e.g. a minimal GPU box): keep only what Python/CUDA need
@@ -282,7 +284,7 @@ def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float
     on_gpu = _default_device().startswith("cuda")
     cmd = [sys.executable, "-m", "harness.e2e", str(task.root), str(Path(candidate).resolve()),
            str(Path(incumbent).resolve()), json.dumps(kernel_speedup)]
-    from harness.evaluate.sandbox import confine
+    from harness.evaluate.sandbox import confine  # (the evaluator's, as scrubbed_env: not needed to import this)
 
     cwd = str(Path(__file__).resolve().parent.parent)
     argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, candidate, incumbent], cwd)
@@ -304,8 +306,6 @@ def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float
 
 def _child_main(argv: list[str]) -> int:
     """`python -m harness.e2e TASK_DIR CANDIDATE INCUMBENT KERNEL_SPEEDUP_JSON`: one JSON line out."""
-    import json
-
     task_dir, cand, inc, ks = argv
     task = load_task(task_dir, check_null=False)
     if not task.e2e and (task.root / "e2e.py").is_file():
@@ -405,14 +405,9 @@ def format_stack(result: dict) -> list[str]:
 def session_kernel(session, tmp_dir: Path) -> tuple[Task, Callable, str]:
     """The kernel a session contributes, as `sessions export` writes it: a dispatcher when the session
     has per-bucket keeps, else its best kernel."""
-    from harness.dispatch import bucket_keeps, export_session
-
     task = load_task(session.meta.task, check_null=False)
     path = Path(tmp_dir) / f"{session.id}.py"
     if task.buckets:
-        import contextlib
-        import io
-
         with contextlib.redirect_stdout(io.StringIO()):
             if export_session(session, path, task) != 0:
                 raise E2EError(f"session {session.id}: export failed")
@@ -425,9 +420,7 @@ def session_kernel(session, tmp_dir: Path) -> tuple[Task, Callable, str]:
 
 
 if __name__ == "__main__":
-    import sys as _sys
-
-    _sys.exit(_child_main(_sys.argv[1:]))
+    sys.exit(_child_main(sys.argv[1:]))
 
 __all__ = ["E2EError", "GraphCaptureError", "CudaGraphTimer", "wall_timer", "e2e_check", "run_e2e_check", "apply_e2e", "stack",
            "format_stack", "session_kernel", "load_workload_module", "load_kernel", "TaskError"]

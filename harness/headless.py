@@ -6,6 +6,9 @@ from pathlib import Path
 from typing import Mapping, TextIO
 
 from harness import events as ev
+from harness.dispatch import bucket_results
+from harness.evaluate.records import Recommendation, Verdict
+from harness.evaluate.sandbox import OFF_BANNER, disabled_by_user
 from harness.evaluate.verdict import BEST_US, CAND_US, cannot_keep_reason
 from harness.loop import DecisionReply, DecisionRequest
 
@@ -32,27 +35,29 @@ def _diff_style(line: str) -> str:
     return ""
 
 
+def _num(v, fmt: str) -> str:
+    return format(v, fmt) if isinstance(v, (int, float)) else "-"
+
+
 def shape_table(verdict: dict) -> list[str]:
-    if not verdict.get("shapes"):  # stopped before any shape ran: no header without rows
+    shapes = Verdict.from_json(verdict).shapes
+    if not shapes:  # stopped before any shape ran: no header without rows
         return []
     rows = [f"    {'shape':<22} {'ok':<3} {CAND_US:>10} {BEST_US:>10} {'speedup':>8} {'roofline':>8}"]
-    for s in verdict.get("shapes", []):
-        def num(k, fmt):
-            v = s.get(k)
-            return format(v, fmt) if isinstance(v, (int, float)) else "-"
-        rows.append(f"    {s['name'][:22]:<22} {'yes' if s.get('correct') else 'NO':<3} "
-                    f"{num('candidate_us', '.1f'):>10} {num('incumbent_us', '.1f'):>10} "
-                    f"{num('speedup', '.3f'):>8} {num('roofline_pct', '.0f') + '%' if s.get('roofline_pct') else '-':>8}")
+    for s in shapes:
+        rows.append(f"    {s.name[:22]:<22} {'yes' if s.correct else 'NO':<3} "
+                    f"{_num(s.candidate_us, '.1f'):>10} {_num(s.incumbent_us, '.1f'):>10} "
+                    f"{_num(s.speedup, '.3f'):>8} {_num(s.roofline_pct, '.0f') + '%' if s.roofline_pct else '-':>8}")
     return rows
 
 
-def _untimed_note(v: dict) -> str:
+def _untimed_note(v: Verdict) -> str:
     """Why a verdict has no timing: no GPU, or rejected before the timing stage."""
-    if v.get("timing_available"):
+    if v.timing_available:
         return ""
-    if "interpreter" in str(v.get("device")):
+    if "interpreter" in str(v.device):
         return ", timing unavailable (interpreter)"
-    return ", not timed" if v.get("stage") != "done" else ", timing unavailable"
+    return ", not timed" if v.stage != "done" else ", timing unavailable"
 
 
 class Printer:
@@ -89,8 +94,6 @@ class Printer:
                        f"decisions {e.decision_mode}")
             if e.packs:
                 self._line("  packs: " + ", ".join(f"{p['id']}@{p['version']}" for p in e.packs))
-            from harness.evaluate.sandbox import OFF_BANNER, disabled_by_user
-
             if disabled_by_user():
                 self._line("  " + OFF_BANNER)
         elif isinstance(e, ev.IterationStarted):
@@ -121,18 +124,18 @@ class Printer:
                 self._line(f"    {s.get('name')}: {s.get('hint')}")
         elif isinstance(e, ev.EvalResult):
             self.remember(e)
-            v = e.verdict
-            status = "accepted" if v.get("accepted") else f"rejected at {v.get('stage')}"
-            g = v.get("geomean_speedup")
+            v = Verdict.from_json(e.verdict)
+            status = "accepted" if v.accepted else f"rejected at {v.stage}"
+            g = v.geomean_speedup
             self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
-                       + _untimed_note(v) + (", not sandboxed" if v.get("sandbox") is False else ""))
-            for r in v.get("reasons", [])[:8]:
+                       + _untimed_note(v) + (", not sandboxed" if v.sandbox is False else ""))
+            for r in v.reasons[:8]:
                 self._line(f"    {r.get('rule')}: {r.get('message')}")
-            for row in shape_table(v):
+            for row in shape_table(e.verdict):
                 self._line(row)
         elif isinstance(e, ev.Recommendation):
             if e.can_keep:  # (a rejection's reasons are the verdict's lines above: said once)
-                b = (self.verdicts.get(e.iteration, {}).get("recommendation") or {}).get("buckets")
+                b = (Recommendation.of(self.verdicts.get(e.iteration, {})) or Recommendation()).buckets
                 what = f"keep for buckets {', '.join(b)}" if b else e.action
                 self._line(f"  [{e.iteration}] recommend {what}: {e.reason}")
             else:
@@ -185,7 +188,7 @@ class StdinDecider:
         try:
             if not self.inp.isatty():
                 return
-            import termios
+            import termios  # (POSIX only)
 
             termios.tcflush(self.inp.fileno(), termios.TCIFLUSH)
         except (AttributeError, ValueError, OSError, ImportError):  # not a real terminal (or Windows)
@@ -207,7 +210,7 @@ class StdinDecider:
         self._say(f"  [{request.iteration}] diff against the incumbent {p.incumbent[:10] or '(best)'}:")
         color = self.color if self.color is not None else bool(getattr(self.out, "isatty", lambda: False)())
         if color:
-            from rich.console import Console
+            from rich.console import Console  # (only for a colour terminal)
             from rich.text import Text
 
             console = Console(file=self.out, force_terminal=True, highlight=False, soft_wrap=True)
@@ -223,7 +226,7 @@ class StdinDecider:
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
         buckets = bool(self.task is not None and self.task.buckets and request.can_keep)
-        recommended_b = buckets and (request.verdict.get("recommendation") or {}).get("buckets")
+        recommended_b = buckets and (Recommendation.of(request.verdict) or Recommendation()).buckets
         default = "y" if request.action == "keep" else ("b" if recommended_b else "n")
         self.show_diff(request)
         if request.can_keep:
@@ -248,8 +251,6 @@ class StdinDecider:
                 self._say(accepted)
                 continue
             if word == "b" and buckets and not reason:
-                from harness.dispatch import bucket_results
-
                 results = bucket_results(self.task, request.verdict)
                 wins = [r.bucket for r in results if r.wins]
                 if not wins:

@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.evaluate.verdict import tally_outcome
+from harness.history import SessionHistory
+
 # The journal's schema version, in a first record {"kind": "JournalSchema", "version": N} written when a
 # journal is created. Journals written before it have none: version 0, the same records (they load as
 # they are; tests/fixtures/journal_v0). A reader that must treat versions apart asks `Journal.schema`.
@@ -72,9 +75,6 @@ class Journal:
 def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """One row per decided iteration: what the person (or policy) did with each candidate, and
     its outcome in the session's tally (harness.evaluate.verdict.tally_outcome)."""
-    from harness.evaluate.verdict import tally_outcome
-    from harness.history import SessionHistory
-
     rows = []
     for s in SessionHistory.fold(records).decided:
         r, p, v = s.decision, s.proposal or {}, s.verdict or {}

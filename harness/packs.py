@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.hardware import ARCH_RE, detect as _detect, match_hardware  # ARCH_RE: sm_90a, sm_89, gfx942
+from harness.hardware import (ARCH_RE, detect as _detect, match_hardware,  # ARCH_RE: sm_90a, sm_89, gfx942
+                              validate_hardware)
 from harness.paths import builtin_dir, user_packs_dir
 
 if sys.version_info >= (3, 11):
@@ -313,8 +314,6 @@ def load_pack(folder: Path | str, origin: str = "path") -> Pack:
     if "hardware" in data:
         if kind != "hardware":
             raise err("hardware", f"only hardware packs have a [hardware] table; this pack's kind is {kind!r}")
-        from harness.hardware import validate_hardware
-
         validate_hardware(data["hardware"], err)
     rules: list = []
     if kind == "rules" and rule_raw:
@@ -379,7 +378,7 @@ def find_pack_dirs(root: Path, depth: int = 3) -> list[Path]:
 
 
 def _entry_point_dirs() -> tuple[list[Path], list[PackError]]:
-    from importlib.metadata import entry_points
+    from importlib.metadata import entry_points  # (~20 ms: when packs are discovered, not at every CLI start)
 
     dirs, errors = [], []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
@@ -790,7 +789,7 @@ class PackWatcher:
         return changes
 
     def start(self) -> "PackWatcher":
-        from watchdog.observers import Observer
+        from watchdog.observers import Observer  # (~30 ms: only a run watches its packs)
 
         with self._lock:
             if self._observer is None:
@@ -821,7 +820,7 @@ class PackWatcher:
     def _watch(self, pid: str) -> None:
         if self._observer is None:
             return
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import FileSystemEventHandler  # (as Observer, in start)
 
         watcher = self
 

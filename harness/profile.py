@@ -8,22 +8,26 @@ per call and the idle gaps between them; Nsight Compute metrics are added when `
 `classify` is pure (figures in, verdict out) so it can be tested on synthetic numbers; everything
 that touches a GPU is in `measure_*` / `profile_task`. Without a GPU only the roofline expectation
 (arithmetic intensity against the ridge point of a hardware pack the person names) is given, marked
-as not measured; no GPU's figures are assumed.
+as not measured; no GPU's figures are assumed. torch and triton are imported in the functions that
+measure (seconds to import; the prompt builder imports this module on every run).
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.tasks import Shape, Task, load_module
+from harness.hardware import specs_of
+from harness.tasks import Shape, Task, load_module, load_task
 
 LAUNCH_BOUND_SHARE = 0.5  # launch cost + gaps at least half the time: fusing/graphs matter more than the kernel
 NEAR_CEILING = 0.7  # at 70% of a ceiling a kernel is bound by it
@@ -99,8 +103,6 @@ def classify(bytes_moved: float | None, flops: float | None, us: float | None, c
 def pack_ceilings(pack: Any) -> tuple[Ceilings | None, str]:
     """Spec-sheet ceilings from a hardware pack's [specs] (a harness.packs.Pack), for expectations
     only, and a phrase saying where they came from or why there are none."""
-    from harness.hardware import specs_of
-
     specs = specs_of(pack.raw)
     missing = [k for k in ("mem_tb_s", "bf16_dense_tflops") if not specs.get(k)]
     if missing:
@@ -127,8 +129,6 @@ def measure_ceilings() -> Ceilings:
     tflops = 2 * m ** 3 / (ms * 1e-3) / 1e12
     del x, y
     t = torch.zeros(1, device="cuda")
-    import time
-
     for _ in range(100):
         t.add_(1)
     torch.cuda.synchronize()
@@ -214,8 +214,6 @@ def parse_ncu_csv(text: str) -> dict[str, Any]:
 
 def _ncu_child(task_root: str, candidate: str, dims_json: str) -> int:
     import torch
-
-    from harness.tasks import load_task
 
     task = load_task(task_root, check_null=False)
     fn = getattr(load_module(Path(candidate), "warpsmith_ncu_candidate"), task.entry)
@@ -332,7 +330,7 @@ def run_profile(task: Task, candidate: Path | None = None, timeout_s: float = 60
         on_gpu = False
     path = Path(candidate).resolve() if candidate else task.baseline_path
     cmd = [sys.executable, "-m", "harness.profile", "--child", str(task.root), str(path)]
-    from harness.evaluate.sandbox import confine
+    from harness.evaluate.sandbox import confine  # (the evaluator's, as scrubbed_env: not needed to import this)
 
     cwd = str(Path(__file__).resolve().parent.parent)
     argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, path], cwd)
@@ -352,8 +350,6 @@ def run_profile(task: Task, candidate: Path | None = None, timeout_s: float = 60
 def cached_profile(task: Task, candidate: Path, cache_dir: Path, timeout_s: float = 600.0) -> dict[str, Any]:
     """run_profile, cached in cache_dir by the candidate's sha256 (profile the incumbent once per keep,
     not once per prompt)."""
-    import hashlib
-
     key = hashlib.sha256(Path(candidate).read_bytes()).hexdigest()[:16]
     f = Path(cache_dir) / f"profile-{task.name}-{key}.json"
     if f.is_file():
@@ -366,8 +362,6 @@ def cached_profile(task: Task, candidate: Path, cache_dir: Path, timeout_s: floa
 
 
 def _child(task_root: str, candidate: str) -> int:
-    from harness.tasks import load_task
-
     p = profile_task(load_task(task_root, check_null=False), Path(candidate))
     print(json.dumps(p, default=str))
     return 0

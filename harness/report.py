@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.dispatch import bucket_keeps, dispatch_table
 from harness.history import SessionHistory
+from harness.tasks import TaskError, load_task
 from harness.workspace import unified_diff
 
 OUTCOME_COLORS = {"kept": "#2a9d8f", "kept for buckets": "#8ab17d", "reverted": "#e9c46a",
@@ -98,7 +100,7 @@ def collect(session, history: SessionHistory | None = None) -> list[Step]:
 # -- plots ------------------------------------------------------------------------------------
 
 def _fig_png(fig) -> bytes:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # (matplotlib: ~0.5 s to import, only for `warpsmith report`; see _pyplot)
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
@@ -226,8 +228,6 @@ def _packs(p: list[dict]) -> str:
 
 def build_report(session, task=None) -> Report:
     """`task`: the session's task when it isn't where load_task finds it by name (tests, moved folders)."""
-    from harness.dispatch import bucket_keeps
-
     h = SessionHistory.of(session)
     steps = collect(session, h)
     ws = session.workspace
@@ -279,9 +279,6 @@ def build_report(session, task=None) -> Report:
 
 def _dispatch_section(session, baseline: str, task=None) -> tuple[list[dict], list[tuple[str, str]]]:
     """The routing table (which kernel runs in each bucket) and each per-bucket keep's diff."""
-    from harness.dispatch import dispatch_table
-    from harness.tasks import TaskError, load_task
-
     if task is None:
         try:
             task = load_task(session.meta.task, check_null=False)

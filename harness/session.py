@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.journal import Journal, write_results_tsv
+from harness.packs import Selection
 from harness.workspace import Workspace
 
 
@@ -120,8 +121,6 @@ class Session:
     def legacy_packs(self) -> list[str] | None:
         """The selection a session from before selections were journalled kept in packs.json;
         None when it has none."""
-        from harness.packs import Selection
-
         return list(Selection.load(self.root).ids) if (self.root / Selection.FILE).is_file() else None
 
 

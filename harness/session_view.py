@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from harness.history import SessionHistory
+
 # Decision.by in the journal -> who, in words.
 WHO = {"human": "person", "auto": "auto", "policy": "harness"}
 
@@ -15,8 +22,6 @@ WHO = {"human": "person", "auto": "auto", "policy": "harness"}
 def candidate_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Per proposed candidate, in iteration order: iteration, commit, description, verdict, geomean,
     decision, by, reason. A candidate without a Decision has decision 'undecided'."""
-    from harness.history import SessionHistory
-
     out = []
     for st in SessionHistory.fold(records).steps.values():
         if not isinstance(st.iteration, int) or st.proposal is None:
@@ -53,11 +58,6 @@ def _verdict(v: dict) -> str:
 
 def print_show(session, console=None) -> None:
     """The session's header and its candidates as an aligned table (rich; text is never read as markup)."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     console = console or Console(highlight=False)
     out = lambda s: console.print(Text(s))
     m = session.meta

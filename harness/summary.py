@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import OUTCOMES
 from harness.history import SessionHistory
 from harness.journal import results_rows
@@ -13,25 +14,25 @@ from harness.journal import results_rows
 def _best_lines(h: SessionHistory | list[dict]) -> list[str]:
     if not isinstance(h, SessionHistory):
         h = SessionHistory.fold(h)
-    verdicts = {it: st.verdict or {} for it, st in h.steps.items() if st.verdict is not None}
+    verdicts = {it: Verdict.from_json(st.verdict) for it, st in h.steps.items() if st.verdict is not None}
     keeps = h.keeps
-    timed = any(v.get("timing_available") for v in verdicts.values())
+    timed = any(v.timing_available for v in verdicts.values())
     if not keeps:
         why = "" if timed else "; timing unavailable (no GPU: nothing is kept on speed)" if verdicts else ""
         return [f"  best: the baseline (nothing kept){why}"]
     last = keeps[-1]
-    v = verdicts.get(last.get("iteration"), {})
+    v = verdicts.get(last.get("iteration")) or Verdict()
     product, known = 1.0, True
     for k in keeps:
-        g = verdicts.get(k.get("iteration"), {}).get("geomean_speedup")
+        g = (verdicts.get(k.get("iteration")) or Verdict()).geomean_speedup
         if isinstance(g, (int, float)) and g > 0:
             product *= g
         else:
             known = False
     head = f"  best: #{last.get('iteration')} {str(last.get('commit', ''))[:10]}"
-    if not v.get("timing_available"):
+    if not v.timing_available:
         return [head + "; timing unavailable (kept without a measured speedup)"]
-    g, band = v.get("geomean_speedup"), v.get("noise_band_pct")
+    g, band = v.geomean_speedup, v.noise_band_pct
     head += f", geomean {g:.3f}x" if isinstance(g, (int, float)) else ""
     head += f" ±{band:.1f}%" if isinstance(band, (int, float)) else ""
     head += " against the incumbent it replaced"
@@ -39,11 +40,11 @@ def _best_lines(h: SessionHistory | list[dict]) -> list[str]:
         head += f"; {product:.3f}x the baseline over {len(keeps)} keeps" if known else \
             f"; against the baseline unknown ({len(keeps)} keeps, one without timing)"
     out = [head]
-    for s in v.get("shapes", []):
-        sp, noise = s.get("speedup"), s.get("noise_pct")
+    for s in v.shapes:
+        sp, noise = s.speedup, s.noise_pct
         val = f"{sp:.3f}x" if isinstance(sp, (int, float)) else "-"
         val += f" ±{noise:.1f}%" if isinstance(noise, (int, float)) else ""
-        out.append(f"    {str(s.get('name', '?'))[:28]:<28} {val}")
+        out.append(f"    {str(s.name or '?')[:28]:<28} {val}")
     return out
 
 

@@ -3,6 +3,8 @@
 A task is data. Loading it checks every field and refuses, in one line naming the file and the
 field, anything the evaluator could later trip over. It also refuses a task whose tolerance a null
 output (zeros, a constant, a copy of the input) would pass: such a task rewards doing nothing.
+The checks that build inputs import torch where they run: it takes seconds, and every command
+imports this module.
 """
 from __future__ import annotations
 

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Callable
 
 from harness import events as ev
+from harness.dispatch import KeepBucketsDecider
+from harness.e2e import apply_e2e, run_e2e_check
+from harness.evaluate import EvalOptions
+from harness.evaluate.backends import make_evaluator
+from harness.evaluate.records import Verdict
 from harness.loop import Decider, Loop
+from harness.packs import PackError, PackWatcher, Selection, discover, session_selection
+from harness.prompt import build_prompt
 from harness.session import Session
 from harness.tasks import Task
 
@@ -47,7 +54,7 @@ class RunConfig:
 
 def device_label() -> str:
     try:
-        import torch
+        import torch  # (seconds to import: only when the label is asked for)
 
         if torch.cuda.is_available():
             return torch.cuda.get_device_name(0)
@@ -66,7 +73,7 @@ def start_session(task: Task, cfg: RunConfig, base: Path | None = None) -> Sessi
 
 
 def make_agent(spec: str, session: Session | None = None, cfg: RunConfig | None = None):
-    try:
+    try:  # (agents are imported when one is made: each brings its SDK)
         from harness.agents.registry import make_agent as registry_make
     except ImportError:
         registry_make = None
@@ -97,25 +104,12 @@ def enforced_rules(session: Session, task: Task, catalog) -> list[str]:
     return [str(p.path) for p in picked if p is not None and p.kind == "rules"]
 
 
-def make_evaluate(cfg: RunConfig, extra_rules: Callable[[], list[str]] = list) -> Callable[[Task, Path, Path], dict]:
-    from harness.evaluate import EvalOptions, evaluate
-
-    def run(task: Task, candidate: Path, incumbent: Path) -> dict:
-        return evaluate(task, candidate, incumbent, EvalOptions(extra_rules=extra_rules(),
-                                                                run_timeout_s=cfg.timeout_s))
-
-    return run
-
-
 def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dict:
     """A kernel that wins alone must win in the task's end-to-end workload too (task.toml `e2e`)
-    before it can be kept: run on every verdict that recommends a keep, by either loop (Loop.check_verdict)."""
-    rec = verdict.get("recommendation") or {}
-    if task.e2e and verdict.get("timing_available") and rec.get("action") == "keep":
-        from harness.e2e import apply_e2e, run_e2e_check
-
-        verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent,
-                                                   kernel_speedup=verdict.get("geomean_speedup")))
+    before it can be kept: run on every verdict that recommends a keep (Loop.check_verdict)."""
+    v = Verdict.from_json(verdict)
+    if task.e2e and v.timing_available and v.recommendation is not None and v.recommendation.action == "keep":
+        verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent, kernel_speedup=v.geomean_speedup))
     return verdict
 
 
@@ -148,8 +142,6 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
     loaded: a selected id whose winning copy is broken (a user's pack over a built-in one) raises
     ValueError naming its file and line, instead of the lower-precedence copy being used. Nothing
     is journalled: `warpsmith run` calls this before it makes a session folder."""
-    from harness.packs import PackError, Selection, discover, session_selection
-
     catalog = discover()
     saved, add, remove = None, cfg.packs_add, cfg.packs_remove
     if session is not None:
@@ -176,36 +168,23 @@ def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session)
     around it, the same for every front end: --keep-buckets auto keeps a candidate that loses overall
     for the buckets where it wins."""
     if cfg.keep_buckets == "auto":
-        from harness.dispatch import KeepBucketsDecider
-
         decider = KeepBucketsDecider(decider, task, session=session)
     return decider
 
 
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
-    from harness.packs import PackError, PackWatcher, Selection
-    from harness.prompt import build_prompt
-
     agent = make_agent(cfg.agent, session, cfg)
     catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
     decider = wrap_decider(decider, task, cfg, session)
-    if cfg.eval_backend != "local" or cfg.proposals > 1:
-        # Several candidates in flight, evaluated on a pool of GPUs or a Ray cluster.
-        from harness.evaluate.backends import make_evaluator
-        from harness.parallel import ParallelLoop
-
-        from harness.evaluate import EvalOptions
-
-        evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
-        loop = ParallelLoop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
-                            budget=getattr(agent, "budget", None), proposals=cfg.proposals,
-                            options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
-                                                        run_timeout_s=cfg.timeout_s))
-    else:
-        loop = Loop(session, task, agent, decider, make_evaluate(cfg, lambda: enforced_rules(session, task, catalog)),
-                    emit=emit, max_iterations=cfg.iterations, budget=getattr(agent, "budget", None))
-    loop.check_verdict = e2e_gate  # (the parallel loop once skipped it: the check lived in make_evaluate)
+    # Where candidates are evaluated (here, a pool of GPUs, a Ray cluster); with --proposals 1 on
+    # one worker, one candidate at a time.
+    evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
+    loop = Loop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
+                budget=getattr(agent, "budget", None), proposals=cfg.proposals,
+                options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
+                                            run_timeout_s=cfg.timeout_s))
+    loop.check_verdict = e2e_gate  # (a second loop for --proposals N once skipped it)
     watcher = PackWatcher(sel.resolve(catalog),
                           callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
 
@@ -226,7 +205,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         user = p.user
         step = session.root / "step_profile.json"  # written by the TUI's profile screen (w)
         if step.is_file() and getattr(agent, "reads_prompt", True):
-            from harness.step_profile import StepProfile, prompt_section as step_section
+            from harness.step_profile import StepProfile, prompt_section as step_section  # (only with one)
 
             try:  # a few lines: far inside the prompt's token budget
                 user += "\n\n" + step_section(StepProfile.load(step))
@@ -235,7 +214,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         if on_gpu and getattr(agent, "reads_prompt", True):
             # Where the incumbent's time goes, measured once per incumbent (cached by its hash);
             # up to two minutes with Nsight Compute, so only for agents that read the prompt.
-            from harness.profile import cached_profile, prompt_section
+            from harness.profile import cached_profile, prompt_section  # (only on a GPU)
 
             inc = session.work / "incumbent_for_profile.py"
             inc.write_text(ctx.incumbent_source)

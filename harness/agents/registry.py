@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.base import Agent
-from harness.agents.llm import AgentConfigError
+from harness.agents.llm import AgentConfigError, Budget
 
 KINDS = ("tuner", "script:DIR", "anthropic:MODEL", "openai:MODEL", "openai-compat:URL[#MODEL]")
 
@@ -43,6 +43,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def make_agent(spec: str, **opts: Any) -> Agent:
     kind, rest = parse_spec(spec)
     session_dir = opts.pop("session_dir", None)  # where the tuner keeps its studies; others ignore it
+    # Each agent's module is imported when that agent is made: the LLM agents bring their SDK clients
+    # (optional, and slow to import), and `warpsmith --help` needs none of them.
     if kind == "tuner":
         from harness.agents.tuner import TunerAgent
 
@@ -56,8 +58,6 @@ def make_agent(spec: str, **opts: Any) -> Agent:
             raise AgentSpecError(str(e)) from None
     budget_usd = opts.pop("budget_usd", None)
     if "budget" not in opts:
-        from harness.agents.llm import Budget
-
         opts["budget"] = Budget(budget_usd)
     elif budget_usd is not None:
         raise AgentSpecError("give either budget= or budget_usd=, not both")

@@ -31,8 +31,14 @@ import traceback
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, fields
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable, Protocol
+
+from harness.evaluate import prewarm
+from harness.evaluate.process import EvalOptions
+from harness.evaluate.runner import evaluate
+from harness.tasks import load_task
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RAY_INSTALL_HINT = ("the ray backend needs Ray: pip install 'ray[default]>=2.9' (from a checkout: "
@@ -135,9 +141,6 @@ def run_job(job: EvalJob) -> dict:
 
     Never raises: a harness bug or a bad task becomes a verdict naming what broke.
     """
-    from harness.evaluate import EvalOptions, evaluate
-    from harness.tasks import load_task
-
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-job-"))
     try:
         if job.task_files is not None:
@@ -172,6 +175,8 @@ class Evaluator(Protocol):
     def workers(self) -> list[dict]: ...  # [{name, gpu, state: starting|idle|busy|dead, iteration, pid, node}]
 
     def add_listener(self, fn: Callable[[list[dict]], None]) -> None: ...
+
+    def capacity(self) -> int: ...  # how many jobs run at once
 
     def close(self) -> None: ...
 
@@ -349,8 +354,9 @@ class WorkerSet:
             except Exception as e:  # a backend bug: report on this job, keep the worker
                 verdict = lost_verdict(p.job, f"{type(e).__name__}: {e}", "harness-error")
             slot.jobs_done += 1
-            verdict["worker"] = {"backend": self.name, "name": slot.name, "gpu": slot.gpu, "node": slot.node,
-                                 "attempts": p.attempts + 1}
+            # (a copy: a canned verdict may be handed out again)
+            verdict = {**verdict, "worker": {"backend": self.name, "name": slot.name, "gpu": slot.gpu,
+                                             "node": slot.node, "attempts": p.attempts + 1}}
             p.future.set_result(verdict)
             self._set(slot, "idle")
 
@@ -381,22 +387,28 @@ class WorkerSet:
 
 # -- local ----------------------------------------------------------------------------------------
 class LocalEvaluator(WorkerSet):
-    """Today's behaviour: one evaluation at a time, from this process."""
+    """One evaluation at a time, from this process: `run_job`, or the `run` given (see `calling`)."""
 
     name = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, run: Callable[[EvalJob], dict] | None = None) -> None:
         super().__init__([_Slot("local", _local_gpu_label())])
+        self._run = run or run_job
         self.start()
-        from harness.evaluate import prewarm
-
-        prewarm.warm()  # the first candidates' children start while the agent writes the first proposal
+        if run is None:
+            prewarm.warm()  # the first candidates' children start while the agent writes the first proposal
 
     def _start_worker(self, slot: _Slot) -> None:
         slot.pid, slot.node = os.getpid(), socket.gethostname()
 
     def _run_on(self, slot: _Slot, job: EvalJob) -> dict:
-        return run_job(job)
+        return self._run(job)
+
+
+def calling(evaluate: Callable[[Any, Path, Path], dict], task: Any) -> Callable[[EvalJob], dict]:
+    """A plain `evaluate(task, candidate, incumbent) -> verdict` as a local job runner: for loops built
+    with canned verdicts (tests, tui.testing). The loop writes the files the job names."""
+    return lambda job: evaluate(task, Path(job.candidate_label), Path(job.incumbent_label))
 
 
 def _local_gpu_label() -> str:
@@ -407,7 +419,7 @@ def _local_gpu_label() -> str:
 def visible_gpus() -> list[str]:
     """Physical ids of the GPUs this process may use (CUDA_VISIBLE_DEVICES order), [] without CUDA."""
     try:
-        import torch
+        import torch  # (seconds to import: a worker set is made before any evaluation needs it)
 
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception:  # a broken torch: act as CPU-only, evaluate() will say what is wrong
@@ -461,8 +473,6 @@ class PoolEvaluator(WorkerSet):
                                 start_new_session=True)  # a Ctrl-C in the terminal reaches the loop, not here
         child.close()
         log.close()
-        from multiprocessing.connection import Connection
-
         conn = Connection(os.dup(parent.fileno()))
         parent.close()
         slot.handle = (proc, conn)
@@ -537,15 +547,11 @@ def _warm_up() -> None:
         import triton  # noqa: F401
     except Exception:  # evaluate() reports a broken install on the job itself, with its message
         pass
-    from harness.evaluate import prewarm
-
     prewarm.warm()  # the first jobs' sandboxed children, importing while the worker waits for work
 
 
 def worker_main(fd: int) -> None:
     """A pool worker: receive jobs over the socket, answer verdicts, one at a time, until told to stop."""
-    from multiprocessing.connection import Connection
-
     conn = Connection(fd)
     import harness.evaluate  # noqa: F401  (fail here, before 'ready', if the install is broken)
 
@@ -565,7 +571,7 @@ def worker_main(fd: int) -> None:
 # -- ray ------------------------------------------------------------------------------------------
 def _import_ray() -> Any:
     try:
-        import ray
+        import ray  # (an optional extra: the other backends don't need it)
     except ImportError:
         raise BackendUnavailable(RAY_INSTALL_HINT) from None
     return ray
@@ -575,7 +581,7 @@ class _RayWorker:
     """A Ray actor holding one GPU (or one CPU for the interpreter); runs one job at a time."""
 
     def info(self) -> dict:
-        import ray
+        import ray  # (in the actor, where Ray is)
 
         _warm_up()
         ctx = ray.get_runtime_context()
@@ -716,11 +722,3 @@ def make_evaluator(spec: str = "local", log_dir: Path | None = None) -> WorkerSe
         return RayEvaluator(address=arg or None)
     raise BackendUnavailable(f"unknown --eval backend {spec!r}; use {BACKENDS_HELP}")
 
-
-def evaluate_fn(evaluator: WorkerSet, options: Any = None) -> Callable[[Any, Path, Path], dict]:
-    """The plain `evaluate(task, candidate, incumbent) -> verdict` the base Loop takes, on any backend."""
-
-    def run(task: Any, candidate: Path, incumbent: Path) -> dict:
-        return evaluator.submit(EvalJob.from_paths(task, candidate, incumbent, 0, options)).result()
-
-    return run

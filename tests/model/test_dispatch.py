@@ -228,14 +228,9 @@ def test_keep_buckets_auto_decider(task):
 
 
 def test_loop_with_keep_buckets_auto_moves_bucket_refs(task, session):
-    """End to end through the real Loop once loop.py has the hook (see the lead's to-do)."""
-    import inspect
-
+    """End to end through the real Loop: a reply naming buckets moves refs/buckets/*, not best."""
     from harness.agents.base import Proposal
     from harness.loop import AutoDecider, Loop
-
-    if "buckets" not in inspect.getsource(Loop._evaluate_and_decide):
-        pytest.skip("harness/loop.py has no bucket-keep hook yet (reply.buckets -> keep_for_buckets)")
 
     class OneShot:
         name, model = "script", "one-shot"

@@ -125,6 +125,7 @@ def test_cached_profile_runs_in_a_child_once(tmp_path):
 def test_on_a_gpu_the_incumbents_profile_goes_to_the_prompt_and_once_to_the_bench(tmp_path, monkeypatch):
     """The wiring, with the GPU-only parts replaced by what they return on the H200 (the real
     profiler runs in test_profile_on_gpu_measures_ceilings_and_launches)."""
+    import harness.evaluate.backends as backends
     import harness.profile
     import harness.wiring as w
     from harness import events as ev
@@ -151,9 +152,9 @@ def test_on_a_gpu_the_incumbents_profile_goes_to_the_prompt_and_once_to_the_benc
             yield Proposal(ctx.incumbent_source + f"\n# try {ctx.iteration}\n", f"try {ctx.iteration}")
 
     monkeypatch.setattr(w, "make_agent", lambda *a, **k: ReadsPrompt())
-    monkeypatch.setattr(w, "make_evaluate", lambda cfg, *rules: lambda t, c, i: {
-        "accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": False,
-        "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}})
+    canned_verdict = {"accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": False,
+                      "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}}
+    monkeypatch.setattr(w, "make_evaluator", lambda *a, **k: backends.LocalEvaluator(lambda job: canned_verdict))
     monkeypatch.chdir(tmp_path)
     cfg = w.RunConfig(agent="reader", iterations=3, auto=True)
     events = []

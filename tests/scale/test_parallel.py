@@ -1,4 +1,4 @@
-"""ParallelLoop and the WorkerSet machinery, with an in-process backend whose timing the test controls.
+"""The loop with several candidates in flight, and the WorkerSet machinery, with an in-process backend whose timing the test controls.
 
 Real git, real journal, real ScriptAgent; only where a job runs is faked (the real pool and Ray
 backends are exercised in test_pool.py and test_ray.py).
@@ -14,8 +14,7 @@ import pytest
 from harness import events as ev
 from harness.agents.script import ScriptAgent
 from harness.evaluate.backends import EvalJob, WorkerLost, WorkerSet, _Slot
-from harness.loop import DecisionReply
-from harness.parallel import ParallelLoop
+from harness.loop import DecisionReply, Loop
 from harness.session import Session
 from harness.tasks import load_task
 
@@ -115,7 +114,7 @@ def test_close_answers_queued_jobs_instead_of_hanging():
     assert v2["reasons"][0]["rule"] == "worker-lost" and "closed" in v2["reasons"][0]["message"]
 
 
-# -- ParallelLoop ---------------------------------------------------------------------------------
+# -- the loop with several in flight ----------------------------------------------------------------
 def script_dir(tmp_path: Path, n: int) -> Path:
     d = tmp_path / "script"
     write_batch(d, [(2 ** (6 + i), 4, False) for i in range(n)])
@@ -125,7 +124,7 @@ def script_dir(tmp_path: Path, n: int) -> Path:
 def run_loop(tmp_path, backend, decider, n=4, proposals=2, session=None):
     s = session or Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / "sessions")
     events: list[ev.Event] = []
-    loop = ParallelLoop(s, TASK, ScriptAgent(script_dir(tmp_path, n)), decider, backend, emit=events.append,
+    loop = Loop(s, TASK, ScriptAgent(script_dir(tmp_path, n)), decider, backend, emit=events.append,
                         max_iterations=20, proposals=proposals)
     reason = loop.run()
     return s, loop, events, reason
@@ -172,7 +171,10 @@ def test_a_candidate_measured_against_a_replaced_incumbent_is_measured_again(tmp
     assert any(isinstance(e, ev.AgentNotice) and "measuring it again" in e.message for e in events)
 
 
-def test_resume_decides_every_undecided_candidate(tmp_path):
+@pytest.mark.parametrize("again_proposals", [2, 1])
+def test_resume_decides_every_undecided_candidate(tmp_path, again_proposals):
+    """Killed with several undecided; resumed with several proposers or with one (then they are
+    decided, in order, before the first new proposal)."""
     backend = FakeBackend(2)
 
     class Crash:
@@ -187,7 +189,7 @@ def test_resume_decides_every_undecided_candidate(tmp_path):
     backend2 = FakeBackend(2)
     decider = Decider()
     again = Session.open(s.id, base=tmp_path / "sessions")
-    _, loop, _, reason = run_loop(tmp_path, backend2, decider, n=3, proposals=2, session=again)
+    _, loop, _, reason = run_loop(tmp_path, backend2, decider, n=3, proposals=again_proposals, session=again)
     assert decider.asked[:len(undecided)] == sorted(undecided)
     assert decider.asked == sorted(decider.asked)
     assert {a.meta.get("script_file") for a in loop.history if a.meta} == {p.name for p in (tmp_path / "script").glob("*.py")}
@@ -206,41 +208,16 @@ def test_an_agent_repeating_itself_never_costs_a_second_evaluation(tmp_path):
     backend = FakeBackend(2, delays={1: 0.5})
     s = Session.create("softmax", "parrot", TASK.baseline_path.read_text(), base=tmp_path / "sessions")
     events: list[ev.Event] = []
-    loop = ParallelLoop(s, TASK, Parrot(), Decider(), backend, emit=events.append, max_iterations=4, proposals=2)
+    loop = Loop(s, TASK, Parrot(), Decider(), backend, emit=events.append, max_iterations=4, proposals=2)
     assert loop.run() == "iterations done"
-    assert len(backend.runs) == 1  # in flight or already decided: asked again, then skipped
+    assert len(backend.runs) == 1  # in flight: asked again, then skipped; already decided: a duplicate
     assert any(isinstance(e, ev.AgentNotice) and "skipped" in e.message for e in events)
-    assert all(a.outcome in ("no-candidate", "reverted", "accepted") for a in loop.history)
+    assert all(a.outcome in ("no-candidate", "duplicate", "reverted") for a in loop.history)
 
 
-def test_code_already_measured_against_the_incumbent_is_asked_again_not_run(tmp_path):
-    """One in flight at a time, so the repeat comes after the first was decided: the loop, not the
-    backend's cache, turns it away, and the agent is asked for something else."""
-    from harness.agents.base import Proposal
-
-    class Repeats:
-        name, model = "repeats", ""
-
-        def propose(self, ctx):  # BLOCK 256 until told it's a duplicate, then 512
-            block = 512 if any(a.outcome == "duplicate" for a in ctx.history) else 256
-            yield Proposal(variant(block), f"BLOCK={block}")
-
-    backend = FakeBackend(1)
-    s = Session.create("softmax", "repeats", TASK.baseline_path.read_text(), base=tmp_path / "sessions")
-    events: list[ev.Event] = []
-    loop = ParallelLoop(s, TASK, Repeats(), Decider(), backend, emit=events.append, max_iterations=2, proposals=1)
-    loop.run()
-    notices = [e.message for e in events if isinstance(e, ev.AgentNotice)]
-    assert any("candidate 1, already measured against this incumbent; asking again" in m for m in notices)
-    assert [r[0] for r in backend.runs] == [1, 2] and len({r[2] for r in backend.runs}) == 1
-
-
-
-def test_both_loops_pass_every_verdict_through_the_loops_check_before_journalling_it(tmp_path):
-    # build_loop sets check_verdict to the end-to-end gate (harness.wiring.e2e_gate); the parallel
-    # loop once skipped it. Here a check that stamps the verdict and sees the files evaluated.
-    from harness.loop import Loop
-
+def test_every_verdict_passes_the_loops_check_before_it_is_journalled_on_any_backend(tmp_path):
+    # build_loop sets check_verdict to the end-to-end gate (harness.wiring.e2e_gate); a second loop
+    # for --proposals N once skipped it. Here a check that stamps the verdict and sees the files evaluated.
     seen = []
 
     def stamp(task, verdict, candidate, incumbent):
@@ -248,8 +225,8 @@ def test_both_loops_pass_every_verdict_through_the_loops_check_before_journallin
         return {**verdict, "checked": True}
 
     s = Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / "p")
-    par = ParallelLoop(s, TASK, ScriptAgent(script_dir(tmp_path / "p", 2)), Decider(), FakeBackend(1),
-                       max_iterations=2, proposals=1)
+    par = Loop(s, TASK, ScriptAgent(script_dir(tmp_path / "p", 2)), Decider(), FakeBackend(2),
+               max_iterations=2, proposals=2)
     par.check_verdict = stamp
     par.run()
     t = Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / "s")
@@ -265,3 +242,50 @@ def test_both_loops_pass_every_verdict_through_the_loops_check_before_journallin
     # both name their files the same way: candidate_NNNN.py against incumbent_NNNN.py
     assert sorted(seen) == [("candidate_0001.py", "incumbent_0001.py", True)] * 2 + \
         [("candidate_0002.py", "incumbent_0002.py", True)] * 2
+
+
+def judged_by_its_code(task, candidate, incumbent) -> dict:
+    """A verdict read off the candidate: the wrong one fails correctness, BLOCK=128 wins, the rest lose."""
+    src = Path(candidate).read_text()
+    if "wrong" in src:
+        return {"accepted": False, "stage": "correctness", "reasons": [{"rule": "mismatch", "message": "wrong"}],
+                "shapes": [], "recommendation": {"action": "revert", "reason": "wrong", "can_keep": False}}
+    win = "BLOCK=128 " in src
+    return {"accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": True,
+            "recommendation": {"action": "keep" if win else "revert", "reason": "faster" if win else "slower",
+                               "can_keep": True}}
+
+
+def test_one_candidate_in_flight_is_the_sequence_and_two_decide_the_same(tmp_path):
+    """The same scripted agent and policy through the loop with one proposer and with two, on the
+    local backend: the same candidates get the same decisions, and the same one ends up best. With one
+    in flight the journal is the plain sequence, iteration after iteration."""
+    from harness.loop import AutoDecider
+
+    batch = [(256, 4, False), (128, 4, False), (512, 2, False), (64, 4, True), (1024, 8, False)]
+    runs = {}
+    for n in (1, 2):
+        folder = tmp_path / f"script{n}"
+        files = [p.name for p in write_batch(folder, batch)]
+        s = Session.create("softmax", "script", TASK.baseline_path.read_text(), base=tmp_path / f"s{n}")
+        loop = Loop(s, TASK, ScriptAgent(folder), AutoDecider(), judged_by_its_code, max_iterations=20, proposals=n)
+        assert loop.evaluator.name == "local" and loop.max_in_flight == (1 if n == 1 else 3)
+        reason = loop.run()
+        recs = s.journal.read()
+        file_of = {r["iteration"]: r["meta"]["script_file"] for r in recs if r["kind"] == "ProposalMeta"}
+        decisions = [r for r in recs if r["kind"] == "Decision"]
+        runs[n] = {"reason": reason.split(" in ")[0],
+                   "decided": sorted((file_of[d["iteration"]], d["action"], d["by"]) for d in decisions),
+                   "best": s.workspace.source(s.workspace.best)}
+        if n == 1:
+            assert [file_of[d["iteration"]] for d in decisions] == files  # in the agent's order
+            kinds = [r["kind"] for r in recs if r["kind"] not in ("PromptPacks", "Reasoning")]
+            step = ["IterationStarted", "CandidateProposed", "ProposalMeta", "EvalStarted", "StaticResult",
+                    "EvalResult", "Recommendation", "DecisionNeeded", "Decision"]
+            wrong = [k for k in step if k != "DecisionNeeded"]  # a failed candidate: nothing to ask
+            assert kinds[:-3] == step * 3 + wrong + step  # then the agent's last answer and the end
+            assert kinds[-3:] == ["IterationStarted", "AgentNotice", "SessionEnded"]
+    assert runs[1] == runs[2]
+    assert ("02_block128_w4.py", "keep", "auto") in runs[1]["decided"]
+    assert ("04_block64_w4_broken.py", "revert", "harness") in runs[1]["decided"]
+    assert runs[1]["reason"] == "script: all 5 candidates"

@@ -11,8 +11,7 @@ import pytest
 from harness.agents.script import ScriptAgent
 from harness.evaluate.backends import (BackendUnavailable, EvalJob, PoolEvaluator, RAY_INSTALL_HINT,
                                        make_evaluator)
-from harness.loop import DecisionReply
-from harness.parallel import ParallelLoop
+from harness.loop import DecisionReply, Loop
 from harness.session import Session
 
 from .conftest import variant, write_batch
@@ -85,7 +84,7 @@ def test_parallel_loop_on_the_pool_keeps_and_re_measures(small_task, tmp_path):
             return DecisionReply("keep" if keep else "revert", "human", confirmed_override=True)
 
     s = Session.create(small_task.name, "script", small_task.baseline_path.read_text(), base=tmp_path / "s")
-    loop = ParallelLoop(s, small_task, ScriptAgent(folder), KeepFirst(), make_evaluator("pool:2"), proposals=2)
+    loop = Loop(s, small_task, ScriptAgent(folder), KeepFirst(), make_evaluator("pool:2"), proposals=2)
     assert loop.run().startswith("script: all 3")
     recs = s.journal.read()
     # A proposer takes its iteration number before it asks the agent, so which number gets which

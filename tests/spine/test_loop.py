@@ -198,3 +198,106 @@ def test_code_already_measured_against_this_incumbent_is_not_evaluated_again(tmp
            "incumbent" in notices
     # the agent hears about both in its history (as it stood when asked for the 5th)
     assert [h.outcome for h in agent.seen[-1]] == ["duplicate", "reverted", "duplicate", "kept"]
+
+
+class Named:
+    """Proposes the incumbent plus a comment naming itself and the iteration; records when it was asked."""
+
+    def __init__(self, name):
+        self.name, self.model, self.asked = name, "m", []
+
+    def propose(self, ctx):
+        from harness.agents.base import Proposal
+
+        self.asked.append(ctx.iteration)
+        yield Proposal(ctx.incumbent_source + f"\n# {self.name} {ctx.iteration}\n", f"{self.name} {ctx.iteration}")
+
+
+def run_in_thread(loop):
+    import threading
+
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("reason", loop.run()), daemon=True)
+    t.start()
+    return t, out
+
+
+def test_pause_holds_the_next_proposal_a_new_agent_takes_over_and_stop_ends_the_run(tmp_path):
+    import threading
+    import time
+
+    s = new_session(tmp_path)
+    first, second = Named("first"), Named("second")
+    paused = threading.Event()
+
+    class Control:  # the person: pauses while deciding 1, stops while deciding 2
+        def decide(self, request):
+            if request.iteration == 1:
+                loop.pause()
+                paused.set()
+            else:
+                loop.stop()
+            return DecisionReply("revert", "human")
+
+    loop = Loop(s, TASK, first, Control(), lambda *a: verdict(), max_iterations=5)
+    t, out = run_in_thread(loop)
+    assert paused.wait(20)
+    time.sleep(1.0)
+    assert first.asked == [1]  # paused: nothing proposed after the decision
+    loop.set_agent(second)
+    loop.resume()
+    t.join(20)
+    assert out["reason"] == "stopped" and first.asked == [1] and second.asked == [2]
+    journal = s.journal.read()
+    assert [(r["iteration"], r["agent"]) for r in journal if r["kind"] == "CandidateProposed"] == \
+        [(1, "first"), (2, "second")]
+    assert [r["iteration"] for r in journal if r["kind"] == "Decision"] == [1, 2]  # the open question answered
+    assert [r["iterations"] for r in journal if r["kind"] == "SessionEnded"] == [2]
+
+
+def test_a_stop_while_the_agent_writes_ends_the_run_with_nothing_undecided(tmp_path):
+    import threading
+    import time
+
+    from harness.agents.base import ReasoningChunk
+
+    writing = threading.Event()
+
+    class Slow:
+        name, model = "slow", ""
+
+        def propose(self, ctx):  # streams until the loop stops reading
+            writing.set()
+            while True:
+                yield ReasoningChunk("thinking ")
+                time.sleep(0.05)
+
+    s = new_session(tmp_path)
+    loop = Loop(s, TASK, Slow(), Scripted(), lambda *a: verdict(), max_iterations=3)
+    t, out = run_in_thread(loop)
+    assert writing.wait(20)
+    loop.stop()
+    t.join(20)
+    assert out["reason"] == "stopped"
+    journal = s.journal.read()
+    assert not [r for r in journal if r["kind"] in ("CandidateProposed", "Decision")]
+    assert [r["iterations"] for r in journal if r["kind"] == "SessionEnded"] == [0]  # the stopped one isn't counted
+    assert Loop(Session.open(s.id, base=tmp_path), TASK, Slow(), Scripted(), lambda *a: verdict()).undecided == []
+
+
+def test_a_spent_budget_stops_the_run_before_the_next_proposal(tmp_path):
+    class Budget:
+        exhausted, spent_usd = False, 0.0
+
+    budget = Budget()
+
+    class SpendsAtTwo:
+        def decide(self, request):
+            budget.exhausted = request.iteration == 2
+            return DecisionReply("revert", "human")
+
+    s = new_session(tmp_path)
+    agent = Named("a")
+    assert Loop(s, TASK, agent, SpendsAtTwo(), lambda *a: verdict(), max_iterations=5, budget=budget).run() \
+        == "budget reached"
+    assert agent.asked == [1, 2]

@@ -244,7 +244,7 @@ def test_the_guard_enforces_the_tasks_rules_packs_whatever_the_selection():
 
     task = softmax_task()
     assert "reward-hacks" in task.rules
-    assert EvalOptions().extra_rules == []  # the run's evaluator (wiring.make_evaluate) adds none
+    assert EvalOptions().extra_rules == []  # the run's evaluator (wiring.build_loop's options) adds none
     enforced = {r.id for r in rules_for_task(task, extra=EvalOptions().extra_rules)}  # no selection in it
     own = {r.id for r in load_rules_pack(find_rules_pack("reward-hacks"))}
     assert own and own <= enforced

@@ -1,0 +1,46 @@
+"""What the loop asks and hears when a candidate is to be kept or reverted, and the policy that
+follows the harness's recommendation (`--auto`). The front ends bring their own deciders: the TUI's
+(tui/decider.py), stdin's (harness/headless.py); harness.dispatch wraps one for per-bucket keeps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from harness.evaluate.records import Recommendation
+
+
+@dataclass
+class DecisionRequest:
+    iteration: int
+    commit: str
+    description: str
+    verdict: dict
+    action: str  # recommended: keep | revert
+    reason: str
+    can_keep: bool
+
+
+@dataclass
+class DecisionReply:
+    action: str  # keep | revert
+    by: str = "human"  # human | auto
+    reason: str = ""  # a veto reason, fed back to the agent
+    confirmed_override: bool = False  # the person confirmed keeping against the recommendation
+    buckets: list[str] = field(default_factory=list)  # revert overall, but keep for these buckets
+
+
+class Decider(Protocol):
+    def decide(self, request: DecisionRequest) -> DecisionReply: ...
+
+
+class AutoDecider:
+    """Follows the harness's recommendation (`--auto`)."""
+
+    def decide(self, request: DecisionRequest) -> DecisionReply:
+        # A recommendation may name buckets to keep the candidate for (a geomean win that slows a
+        # protected shape: harness.evaluate.keep_policy); following it keeps it for those only.
+        rec = Recommendation.of(request.verdict)
+        buckets = rec.buckets if rec is not None else []
+        return DecisionReply(request.action, by="auto", buckets=buckets if request.can_keep else [],
+                             reason=f"kept for buckets {', '.join(buckets)} only, as recommended" if buckets else "")
