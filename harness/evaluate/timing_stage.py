@@ -160,7 +160,10 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
                  dev: dict, opts: "EvalOptions", incumbent: Any, seeds_for: Any) -> None:
     import torch
 
-
+    if torch.cuda.is_available():
+        # This process's own allocator cache (the correctness stage's references, up to tens of GB)
+        # is free memory the batches are sized from; on the H200 the eval's batches were 5-7 calls.
+        torch.cuda.empty_cache()
     inc_child = prewarm.take(task, True, opts)
     try:
         hello = inc_child.start(opts.import_timeout_s)
