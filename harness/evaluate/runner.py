@@ -80,6 +80,10 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
     if not incumbent.is_file():
         raise FileNotFoundError(f"{incumbent}: no such incumbent file")
     on_gpu = _on_gpu(opts)
+    # Resolved once for every stage: the parent clock read opts.on_gpu, and with the default (None,
+    # "auto") every real evaluation timed eager, host-bound batches of 5-7 calls on the H200 while
+    # the A/A bench, which sets it, timed CUDA-graph batches.
+    opts = replace(opts, on_gpu=on_gpu)
     if opts.run_timeout_s is None:
         opts = replace(opts, run_timeout_s=task.call_timeout_for(on_gpu))
     shapes = _select_shapes(task, on_gpu, opts.shapes)

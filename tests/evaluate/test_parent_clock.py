@@ -139,3 +139,22 @@ def test_figures_forged_inside_the_child_change_nothing_that_decides(children):
     # The forged figure is the child's alone; the parent's per-call figures are its own clock's.
     assert all(c < n for c, n in zip(cand["child_us"], cand["net_us"]))
     assert "harness-patched" in rules  # the in-process hint fires; the parent's clock is what holds
+
+
+def test_every_stage_sees_where_the_evaluation_runs_not_auto(monkeypatch):
+    """The parent clock graphs its batches only when opts.on_gpu says so: left at None ("auto"),
+    every real evaluation on the H200 timed eager, host-bound batches (5-7 calls of 157 µs for a
+    30 µs kernel) while the A/A bench, which set it, timed graphs."""
+    from harness.evaluate import runner
+
+    seen = []
+    real = runner._evaluate_in_child
+
+    def spy(run, v, task, candidate, incumbent, shapes, on_gpu, opts, secret):
+        seen.append((on_gpu, opts.on_gpu))
+        return real(run, v, task, candidate, incumbent, shapes, on_gpu, opts, secret)
+
+    monkeypatch.setattr(runner, "_evaluate_in_child", spy)
+    task = load_task("softmax")
+    runner.evaluate(task, task.baseline_path, task.baseline_path, EvalOptions(time=False))
+    assert seen and all(o is not None and o == g for g, o in seen)
