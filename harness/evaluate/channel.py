@@ -43,6 +43,8 @@ _HDR = struct.Struct(">I")
 MAX_FRAME = 1 << 34  # 16 GiB: the largest output the parent will accept in one frame
 TREE_MIN = 32 << 20  # bodies from this size are hashed in chunks, in parallel
 CHUNK = 8 << 20
+SAMPLE_MIN = 8 << 20  # a checked timed output this large comes back as a sample of its rows ...
+SAMPLE_ROWS = 64      # ... this many, drawn after its batch from a seed the parent sends
 MEMFD_MIN = 1 << 20  # tensors from this size travel as sealed memfds where the endpoint has a socket
 _SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
@@ -145,6 +147,22 @@ def tensor_from_wire(desc: dict, raw: bytearray | memoryview) -> Any:
         return torch.empty(shape, dtype=dtype)
     flat = torch.frombuffer(raw, dtype=torch.uint8)  # shares the received buffer: no copy
     return flat.view(dtype).reshape(shape)
+
+
+def rows_to_check(seed: int, index: int, shape: tuple, nbytes: int, min_bytes: int | None = None) -> list[int] | None:
+    """The rows of output `index` of a timed call that travel for the parent's check, or None for
+    all of it. Used on both sides: the parent applies it to the reference's shape, the child to its
+    output's (a different shape fails the check either way); the parent sends its `min_bytes`.
+
+    Why a sample is enough: the draw happens after the batch, so a kernel that skipped a share x of
+    the rows in the timed calls is caught with probability 1-(1-x)^64 per check; and the full output
+    proved no more, since a child asked for any output after its batch can compute it then, off
+    the clock (threat-model.md). The correctness stage and hard inputs still compare in full."""
+    if len(shape) < 2 or shape[0] <= SAMPLE_ROWS or nbytes < (SAMPLE_MIN if min_bytes is None else min_bytes):
+        return None
+    import random
+
+    return sorted(random.Random(f"{seed}:{index}").sample(range(shape[0]), SAMPLE_ROWS))
 
 
 def sealed_memfd(raw: memoryview) -> int:

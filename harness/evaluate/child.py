@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.evaluate import guards
-from harness.evaluate.channel import Endpoint, _read_exact
+from harness.evaluate.channel import Endpoint, _read_exact, rows_to_check
 
 TRACE_TAIL = 4000
 
@@ -369,6 +369,12 @@ class Child:
                                                                    "harness relies on: " + ", ".join(patched[:8])})
         observed += self.introspected()
         send = [o.detach() for o in plain] if len(plain) == len(outs) else []
+        if req.get("rows_seed") is not None:  # large outputs: the rows the parent will check
+            for i, o in enumerate(send):
+                rows = rows_to_check(int(req["rows_seed"]), i, tuple(o.shape), o.numel() * o.element_size(),
+                                     int(req.get("rows_min_bytes") or 0) or None)
+                if rows is not None:
+                    send[i] = o.index_select(0, self.torch.tensor(rows, device=o.device))
         return {"ok": True, "n_out": len(outs), "observed": observed}, send
 
     def op_mem(self, req: dict) -> tuple[dict, list]:

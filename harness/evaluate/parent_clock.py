@@ -39,6 +39,7 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
+from harness.evaluate import channel
 from harness.evaluate import verdict as vd
 from harness.evaluate.sandbox import descendants
 
@@ -85,9 +86,11 @@ def calls_per_batch(one_call_us: float, in_bytes: int, max_bytes: int | None = N
 def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleType, shape: "Shape",
             opts: "EvalOptions", seed_of: Callable[..., int], check_output: Callable[[list, int, int], str | None],
             in_bytes: int, samples: int | None = None, warmup: int | None = None,
-            mem_free_bytes: int | None = None) -> dict:
+            mem_free_bytes: int | None = None, sample_rows: bool = False) -> dict:
     """Parent-clock samples for both roles on one shape. check_output(tensors, n_out, seed) -> error
-    or None compares one returned output with the reference of the inputs made from `seed`."""
+    or None compares one returned output with the reference of the inputs made from `seed`. With
+    sample_rows, large outputs come back as rows drawn after the batch (channel.rows_to_check) and
+    check_output gets the draw's seed as `rows_seed`."""
     samples = samples or opts.samples
     warmup = opts.warmup if warmup is None else warmup
     rng = random.Random(seed_of("order"))
@@ -137,13 +140,15 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             res[role]["errors"].append(r.get("error"))
             return None
         t0 = time.perf_counter()
-        f, tensors = ch.request({"op": "fetch"}, to)
+        rows_seed = seed_of(role, k, "rows") if (sample_rows and j is not None) else None
+        f, tensors = ch.request({"op": "fetch", "rows_seed": rows_seed, "rows_min_bytes": channel.SAMPLE_MIN}, to)
         spent("fetch", t0)
         res[role]["observed"] += f.get("observed", [])
         if j is not None:
             res[role]["checked"] += 1
             t0 = time.perf_counter()
-            err = check_output(tensors, f.get("n_out", 1), seeds[j]) if len(tensors) == f.get("n_out", 1) \
+            extra = {"rows_seed": rows_seed, "min_bytes": channel.SAMPLE_MIN} if rows_seed is not None else {}
+            err = check_output(tensors, f.get("n_out", 1), seeds[j], **extra) if len(tensors) == f.get("n_out", 1) \
                 else "the output is not a plain tensor"
             spent("check", t0)
             if err:

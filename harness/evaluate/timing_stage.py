@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harness.evaluate import verdict as vd
 from harness.evaluate.parent_clock import roofline_and_floor
 from harness.evaluate import parent_clock, prewarm
+from harness.evaluate.channel import rows_to_check
 from harness.evaluate.correctness import _as_out, _make, input_bytes, n_buffers
 from harness.evaluate.process import ChildFailed, ChildProcess, derive_seed
 from harness.tasks import Shape, Task, compare
@@ -149,8 +150,19 @@ class IncumbentBroken(Exception):
 def _output_checker(task: Task, ref_mod: ModuleType, shape: Shape) -> Any:
     """Compares a timed output, received as bytes, with the reference computed here."""
 
-    def check(tensors: list, n_out: int, seed: int) -> str | None:
+    def check(tensors: list, n_out: int, seed: int, rows_seed: int | None = None,
+              min_bytes: int | None = None) -> str | None:
         xs, exp = _make(ref_mod, task, shape, seed, True)
+        if rows_seed is not None:  # the same rows the child sent (channel.rows_to_check), of the reference
+            import torch  # (loaded already: the reference above ran on it)
+
+            multi = isinstance(exp, (tuple, list))
+            exps = list(exp) if multi else [exp]
+            for i, e in enumerate(exps):
+                rows = rows_to_check(rows_seed, i, tuple(e.shape), e.numel() * e.element_size(), min_bytes)
+                if rows is not None:
+                    exps[i] = e.index_select(0, torch.tensor(rows, device=e.device))
+            exp = type(exp)(exps) if multi else exps[0]
         return compare(task, ref_mod, _as_out(tensors, n_out), exp, tuple(xs), task.dtypes[0])
 
     return check
@@ -176,9 +188,11 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
         dt = getattr(torch, task.dtypes[0])
         by_name = {e["name"]: e for e in run.shapes}
         for shape in shapes:
+            # A task's own compare (e.g. top-k sets) gets whole outputs; elementwise ones a sample of rows.
             m = parent_clock.measure({"incumbent": inc_child, "candidate": cand_child}, task, ref_mod, shape, opts,
                                      seeds_for(shape), _output_checker(task, ref_mod, shape),
-                                     input_bytes(ref_mod, task, shape))
+                                     input_bytes(ref_mod, task, shape),
+                                     sample_rows=not callable(getattr(ref_mod, "compare", None)))
             for part, sec in m["parts_s"].items():
                 run.timing_parts_s[part] = round(run.timing_parts_s.get(part, 0.0) + sec, 3)
             bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None

@@ -158,3 +158,55 @@ def test_every_stage_sees_where_the_evaluation_runs_not_auto(monkeypatch):
     task = load_task("softmax")
     runner.evaluate(task, task.baseline_path, task.baseline_path, EvalOptions(time=False))
     assert seen and all(o is not None and o == g for g, o in seen)
+
+
+def _measure_tall(children, candidate: str, monkeypatch):
+    """A 200-row shape whose outputs count as large (SAMPLE_MIN lowered): the checked outputs come
+    back as 64 rows drawn after the batch. Records the row counts the parent's check received."""
+    from harness.evaluate import channel
+    from harness.tasks import Shape
+
+    monkeypatch.setattr(channel, "SAMPLE_MIN", 1)
+    task, opts, make = children
+    shape = Shape("tall", {"rows": 200, "cols": 96})
+    pair = {"incumbent": make("incumbent", task.baseline_path), "candidate": make("candidate", CANDIDATES / candidate)}
+    ref = task.load_reference()
+    inner, got = _output_checker(task, ref, shape), []
+
+    def check(tensors, n_out, seed, **kw):
+        got.append(tuple(tensors[0].shape))
+        return inner(tensors, n_out, seed, **kw)
+
+    m = parent_clock.measure(pair, task, ref, shape, opts, lambda *p: hash(("seed",) + p) & 0xFFFFFFF,
+                             check, 1 << 20, samples=3, warmup=0, sample_rows=True)
+    return m, got
+
+
+def test_large_timed_outputs_come_back_as_rows_drawn_after_the_batch_and_check_clean(children, monkeypatch):
+    m, got = _measure_tall(children, "_honest.py", monkeypatch)
+    cand = m["roles"]["candidate"]
+    assert cand["checked"] >= 2 and cand["bad"] == 0
+    assert got and all(s == (channel_rows(), 96) for s in got)
+
+
+def test_a_kernel_that_skips_rows_is_caught_by_the_sampled_rows(children, monkeypatch):
+    m, _ = _measure_tall(children, "half_rows_stale.py", monkeypatch)
+    cand = m["roles"]["candidate"]
+    assert cand["checked"] >= 2 and cand["bad"] == cand["checked"]
+
+
+def channel_rows() -> int:
+    from harness.evaluate.channel import SAMPLE_ROWS
+
+    return SAMPLE_ROWS
+
+
+def test_the_rows_are_drawn_the_same_on_both_sides_and_only_for_large_outputs():
+    from harness.evaluate.channel import SAMPLE_MIN, SAMPLE_ROWS, rows_to_check
+
+    rows = rows_to_check(7, 0, (4096, 4096), 64 << 20)
+    assert rows == rows_to_check(7, 0, (4096, 4096), 64 << 20) and len(set(rows)) == SAMPLE_ROWS
+    assert rows != rows_to_check(8, 0, (4096, 4096), 64 << 20) and rows != rows_to_check(7, 1, (4096, 4096), 64 << 20)
+    assert rows_to_check(7, 0, (4096, 4096), SAMPLE_MIN - 1) is None      # small: whole
+    assert rows_to_check(7, 0, (SAMPLE_ROWS, 1 << 20), 1 << 30) is None    # few rows: whole
+    assert rows_to_check(7, 0, (1 << 28,), 1 << 30) is None                # one dimension: whole
