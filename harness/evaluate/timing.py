@@ -53,7 +53,7 @@ def device_info(torch: Any) -> dict:
 def graph_call(fn: Any, xs: list[Any], new_xs: list[Any]) -> Any:
     """Capture `fn(*xs)` in a CUDA graph, copy new inputs into the captured buffers, replay once
     and return the captured outputs (now holding the replay's result)."""
-    import torch
+    import torch  # (in functions, like the rest of the child's modules: torch's import is a timed start-up phase)
 
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())

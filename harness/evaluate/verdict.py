@@ -36,7 +36,7 @@ def speedup_with_band(inc: list[float], cand: list[float], seed: int = 0) -> tup
     Never below NOISE_FLOOR_PCT."""
     if not inc or not cand:
         return float("nan"), float("nan")
-    import numpy as np
+    import numpy as np  # (here: the CLI and the TUI import this module; numpy only for the bootstrap)
 
     sp = median(inc) / max(median(cand), 1e-9)
     a, b = np.asarray(inc, dtype=float), np.asarray(cand, dtype=float)
