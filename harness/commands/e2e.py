@@ -32,7 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _interpret_without_gpu() -> None:
     """Kernels are loaded in this process: on a machine without a GPU they must be built for
     Triton's interpreter (the env var is read when @triton.jit runs), as the evaluator's child does."""
-
     import torch
 
     if not torch.cuda.is_available():

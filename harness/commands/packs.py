@@ -236,7 +236,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         head.add_row("shadows", f"{s.origin}: {s.path}")
     con.print(Panel(head, title=p.title, title_align="left"))
     if p.kind == "hardware":
-
         hw = summary(p)
         con.print(Panel(Text(hw) if hw else Text("no [hardware] table: what this GPU has and lacks is not "
                                                  "stated in the harness's own words", style="yellow"),

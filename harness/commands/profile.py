@@ -45,7 +45,6 @@ def cmd_profile(args) -> int:
         return 2
     pack = None
     if args.pack:
-
         try:
             pack = discover().get(args.pack)
         except (KeyError, PackError) as e:

@@ -20,7 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_report(args) -> int:
-
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "html")
     suffix = Path(args.output).suffix.lower() if args.output else ""
     if suffix in (".md", ".html", ".htm") and suffix.lstrip(".")[:2] != fmt[:2]:

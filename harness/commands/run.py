@@ -73,7 +73,6 @@ def check_eval_backend(spec: str) -> str | None:
 
 def check_pack_ids(cfg) -> str | None:
     """Every id in --packs / --no-packs names a pack that exists: a typo is refused up front."""
-
     catalog = discover()
     for flag, ids in (("--packs", cfg.packs_add), ("--no-packs", cfg.packs_remove)):
         for pid in ids:

@@ -46,7 +46,6 @@ def served_args(args: list[str]) -> tuple[list[str] | None, str | None]:
     if "--headless" in args:
         return None, "serve: --headless prints to a terminal; a browser needs the TUI (drop --headless)"
     if args[0] == "run":
-
         task = next((a for a in args[1:] if not a.startswith("-")), "softmax")
         try:
             load_task(task)

@@ -168,7 +168,6 @@ def iterations_already_run(s: Session, limit: int) -> int | None:
     """How many iterations the session has started, when resuming it under `limit` would do
     nothing (the loop would end at once with 'iterations done'), else None: every started iteration
     is decided, none is left under the limit, and no keep is left half-done by a kill."""
-
     h = SessionHistory.of(s)
     started, last_keep = h.started, h.last_keep
     if started < limit or h.undecided():
