@@ -22,11 +22,16 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.profile import Ceilings, classify
+from harness.profile import NCU_METRICS, Ceilings, classify, measure_ceilings, ncu_metrics, profile_task
+from harness.tasks import load_task
+
+# torch, and harness.e2e which loads kernels with it, stay inside the functions that measure: start-up time
+# (torch takes seconds, and tui/screens/profile.py imports this module for its data classes).
 
 STEP_RANGE = "warpsmith::step"
 GAP_ROW = "idle between kernels (graph replay)"
@@ -471,8 +476,6 @@ _STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
 def kernel_shapes(task: Any, candidate: Path, ceilings: Ceilings | None, measured: bool) -> list[dict]:
     """harness.profile's per-shape rows for the task's kernel (measured on a GPU; else expected)."""
-    from harness.profile import profile_task
-
     if ceilings is None:
         return []
     p = profile_task(task, candidate, ceilings=ceilings, use_ncu=False)
@@ -483,8 +486,6 @@ def kernel_shapes(task: Any, candidate: Path, ceilings: Ceilings | None, measure
 def ncu_detail(task: Any, candidate: Path, timeout_s: int = 300) -> dict:
     """Memory throughput, occupancy and the top stall reasons of the task's kernel on its largest
     shape, from Nsight Compute; a plain note where ncu is absent or can't read the counters."""
-    from harness.profile import NCU_METRICS, ncu_metrics
-
     shape = max(task.shapes, key=lambda s: sum(v for v in s.dims.values() if isinstance(v, (int, float))))
     m = ncu_metrics(task, candidate, shape, timeout_s, [*NCU_METRICS, *(_STALL.format(r) for r in STALL_REASONS)])
     if m is None:
@@ -534,8 +535,6 @@ def profile_step(task: Any, candidate: Path | None = None, *, device: str | None
         return StepProfile(task.name, desc, "cpu", False, asdict(pack_ceilings) if pack_ceilings else None, rows,
                            note=note, kernel_shapes=kernel_shapes(task, cand, pack_ceilings, False),
                            ncu={"note": "no GPU here: no hardware counters"})
-    from harness.profile import measure_ceilings
-
     ceilings = ceilings or measure_ceilings()
     t = measure_times(workload, steps, task_kernel_names(workload, plug))
     step_us = t["graph_us"] or t["eager_us"]
@@ -639,12 +638,12 @@ def prompt_section(p: StepProfile, limit: int = 5) -> str:
 def _main(argv: list[str] | None = None) -> int:
     """`python -m harness.step_profile TASK [CANDIDATE] [--pack ID] [-o FILE]`: the TUI runs the
     profile in this separate process, so a candidate's import never shares the UI's process."""
+    # Local: only this entry point parses arguments or reads packs (the TUI imports the module for its
+    # data classes); pack_ceilings is imported here because profile_step's parameter has its name.
     import argparse
-    import sys
 
     from harness.packs import discover
     from harness.profile import pack_ceilings
-    from harness.tasks import load_task
 
     ap = argparse.ArgumentParser(prog="python -m harness.step_profile")
     ap.add_argument("task")

@@ -25,9 +25,10 @@ from textual.screen import Screen
 from harness import events as ev
 from harness.history import SessionHistory
 from harness.loop import Decider, DecisionReply, DecisionRequest, Loop
+from harness.packs import PackError, discover
 from harness.session import Session, SessionError
 from harness.tasks import Task
-from harness.wiring import RunConfig
+from harness.wiring import RunConfig, build_loop, make_agent, start_session
 from tui.decider import DEFAULT_KEY_GUARD_S, DecisionAborted, TuiDecider
 from tui.markup import Markup, plain
 from tui.screens.confirm import ConfirmScreen
@@ -109,8 +110,6 @@ class WarpsmithApp(App[int]):
         self.pack_catalog = None  # a fixed harness.packs.Catalog (tests); None: discover on open
 
     def _default_factory(self, decider: Decider, emit: Callable[[ev.Event], None]) -> Loop:
-        from harness.wiring import build_loop
-
         return build_loop(self.session, self.task_, self.cfg, decider, emit, resumed=self.resumed)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -200,8 +199,6 @@ class WarpsmithApp(App[int]):
         return path, commit
 
     def is_hardware_pack(self, pack_id: str) -> bool:
-        from harness.packs import PackError, discover
-
         try:
             return (self.pack_catalog or discover()).get(pack_id).kind == "hardware"
         except (KeyError, PackError):
@@ -218,8 +215,6 @@ class WarpsmithApp(App[int]):
             self.post_message(LoopEvent(ev.IdeasChanged(list(ideas))))
 
     def _set_agent(self, spec: str) -> None:
-        from harness.wiring import make_agent
-
         try:
             agent = make_agent(spec, self.session, self.cfg)
         except Exception as e:  # unknown agent, missing key, bad folder: say which and keep the old one
@@ -292,8 +287,6 @@ class WarpsmithApp(App[int]):
 
 def run_app(task: Task, cfg: RunConfig, session_id: str | None = None) -> int:
     """`warpsmith run TASK` (new session) or `warpsmith sessions resume ID` (session_id)."""
-    from harness.wiring import start_session
-
     if session_id is None:
         session, resumed = start_session(task, cfg), False
     else:

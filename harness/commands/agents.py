@@ -7,6 +7,9 @@ import json
 import os
 import sys
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("agents", help="list agents, key status, config and price files")

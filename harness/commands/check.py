@@ -11,6 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.tasks import TaskError, load_task
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -73,7 +77,6 @@ def _split_rules(spec: str | None, task_rules: list[str]) -> tuple[list[str], li
 
 def run(args: argparse.Namespace) -> int:
     from harness.guard import RuleError, check_source, rejected, rules_for_task
-    from harness.tasks import TaskError, load_task
 
     try:
         task = load_task(args.task, check_null=False)

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
+
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.session import Session, SessionError
+from harness.tasks import TaskError, load_task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,9 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _interpret_without_gpu() -> None:
     """Kernels are loaded in this process: on a machine without a GPU they must be built for
     Triton's interpreter (the env var is read when @triton.jit runs), as the evaluator's child does."""
-    import os
-    import warnings
-
     import torch
 
     if not torch.cuda.is_available():
@@ -42,8 +46,6 @@ def _interpret_without_gpu() -> None:
 def cmd_e2e(args) -> int:
     _interpret_without_gpu()
     from harness.e2e import E2EError, format_stack, session_kernel, stack
-    from harness.session import Session, SessionError
-    from harness.tasks import TaskError, load_task
 
     kernels, tasks, lines = {}, [], []
     with tempfile.TemporaryDirectory(prefix="warpsmith-e2e-") as tmp:

@@ -9,6 +9,14 @@ from pathlib import Path
 
 from harness.commands.run import TIMEOUT_HELP, check_timeout
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.commands.check import CandidateUnreadable, read_candidate, violation_lines
+from harness.evaluate import EvalOptions, evaluate, prewarm
+from harness.evaluate.sandbox import from_cli
+from harness.evaluate.verdict import BEST_US, CAND_US
+from harness.tasks import TaskError, load_task
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="check, run and time one candidate file against a task",
@@ -69,7 +77,6 @@ def _reason_lines(v: dict) -> list[str]:
     out = []
     located = [viol for viol in v.get("violations") or [] if viol.get("line")]
     if located:  # static violations as `warpsmith check` prints them: file:line:col, then the line
-        from harness.commands.check import violation_lines
 
         for viol in located:
             mark = "✗" if viol.get("severity", "error") == "error" else "!"
@@ -113,7 +120,6 @@ def print_table(v: dict, out=None) -> None:
     status = "ACCEPTED" if v["accepted"] else f"REJECTED at {v['stage']}"
     print(f"{v['task']}: {status}  ({v['device']}, {v['wall_s']:.1f} s)", file=out)
     if v["shapes"]:  # a candidate stopped before any shape ran has no table to show
-        from harness.evaluate.verdict import BEST_US, CAND_US
 
         rows = [("shape", "ok", CAND_US, BEST_US, "speedup", "±%", "roofline%", "graph µs")]
         for s in v["shapes"]:
@@ -146,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
     # Cheap checks of the arguments first: importing the evaluator (torch) takes seconds. A path
     # that is no file, or a file that isn't UTF-8 text, is bad input (exit 2), named in one line,
     # with --json too (bad input is never a verdict), as `warpsmith check` does.
-    from harness.commands.check import CandidateUnreadable, read_candidate
 
     try:
         read_candidate(args.candidate)
@@ -161,15 +166,11 @@ def run(args: argparse.Namespace) -> int:
     if check_timeout(args.timeout):
         print(f"warpsmith eval: {check_timeout(args.timeout)}", file=sys.stderr)
         return 2
-    from harness.evaluate import EvalOptions, evaluate
-    from harness.evaluate.sandbox import from_cli
-    from harness.tasks import TaskError, load_task
 
     problem = from_cli(getattr(args, "no_sandbox", False))
     if problem:
         print(f"warpsmith eval: {problem}", file=sys.stderr)
         return 2
-    from harness.evaluate import prewarm
 
     # The candidate's (and on a GPU the incumbent's) process starts now, while this one loads the
     # task, torch and the static stage: on the H200 each side's imports take seconds.

@@ -27,6 +27,11 @@ from typing import Any
 from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackError, discover, find_pack_dirs,
                            load_pack, project_packs_dir, user_packs_dir)
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.hardware import ARCH_RE, summary
+from harness.tasks import TaskError, load_task
+
 MANIFEST = "MANIFEST.json"
 MANIFEST_FORMAT = 1
 MAX_MEMBER_BYTES = 2_000_000
@@ -231,8 +236,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         head.add_row("shadows", f"{s.origin}: {s.path}")
     con.print(Panel(head, title=p.title, title_align="left"))
     if p.kind == "hardware":
-        from harness.hardware import summary
-
         hw = summary(p)
         con.print(Panel(Text(hw) if hw else Text("no [hardware] table: what this GPU has and lacks is not "
                                                  "stated in the harness's own words", style="yellow"),
@@ -259,7 +262,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_default(args: argparse.Namespace) -> int:
     from harness.packs import explain_default_selection
-    from harness.tasks import TaskError, load_task
 
     try:
         task = load_task(args.task, check_null=False)
@@ -305,7 +307,6 @@ def scaffold(kind: str, pid: str, dest: Path, title: str | None = None, arch: st
              vendor: str | None = None) -> Path:
     import tomli_w
 
-    from harness.hardware import ARCH_RE
 
     if not ID_RE.match(pid):
         raise ValueError(f"{pid!r} is not a valid pack id: lowercase letters, digits, '.', '_' or '-'")

@@ -6,6 +6,11 @@ import json
 import sys
 from pathlib import Path
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.packs import PackError, discover
+from harness.tasks import TaskError, load_task
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="per shape: memory-, compute- or launch-bound (bytes and flops vs ceilings)")
@@ -23,7 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_profile(args) -> int:
     from harness.profile import format_profile, profile_task
-    from harness.tasks import TaskError, load_task
 
     try:
         task = load_task(args.task, check_null=False)
@@ -41,8 +45,6 @@ def cmd_profile(args) -> int:
         return 2
     pack = None
     if args.pack:
-        from harness.packs import PackError, discover
-
         try:
             pack = discover().get(args.pack)
         except (KeyError, PackError) as e:

@@ -5,6 +5,10 @@ import argparse
 import sys
 from pathlib import Path
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.session import Session, SessionError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write a session's report (plots, outcomes, provenance, final diff)")
@@ -16,8 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_report(args) -> int:
-    from harness.session import Session, SessionError
-
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "html")
     suffix = Path(args.output).suffix.lower() if args.output else ""
     if suffix in (".md", ".html", ".htm") and suffix.lstrip(".")[:2] != fmt[:2]:

@@ -6,6 +6,12 @@ import sys
 
 from harness.tasks import TaskError, load_task
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.evaluate.sandbox import from_cli
+from harness.history import SessionHistory
+from harness.packs import PackError, discover
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the autoresearch loop on a task")
@@ -67,8 +73,6 @@ def check_eval_backend(spec: str) -> str | None:
 
 def check_pack_ids(cfg) -> str | None:
     """Every id in --packs / --no-packs names a pack that exists: a typo is refused up front."""
-    from harness.packs import PackError, discover
-
     catalog = discover()
     for flag, ids in (("--packs", cfg.packs_add), ("--no-packs", cfg.packs_remove)):
         for pid in ids:
@@ -110,7 +114,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
-    from harness.evaluate.sandbox import from_cli
     from harness.wiring import RunConfig, make_agent, start_session
 
     problem = from_cli(getattr(args, "no_sandbox", False))
@@ -143,7 +146,6 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     printer = Printer(show_reasoning=not cfg.quiet)
     if resumed:  # an undecided candidate is asked about again: its diff and verdict are in the journal
         from harness import events as ev
-        from harness.history import SessionHistory
 
         # (a record from an older warpsmith that isn't an event any more: its diff just isn't shown again)
         for e in SessionHistory.of(session).events():

@@ -13,6 +13,10 @@ import shlex
 import socket
 import sys
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.tasks import TaskError, load_task
+
 DEFAULT_PORT = 8000
 TUI_COMMANDS = ("run", "sessions resume")
 
@@ -42,8 +46,6 @@ def served_args(args: list[str]) -> tuple[list[str] | None, str | None]:
     if "--headless" in args:
         return None, "serve: --headless prints to a terminal; a browser needs the TUI (drop --headless)"
     if args[0] == "run":
-        from harness.tasks import TaskError, load_task
-
         task = next((a for a in args[1:] if not a.startswith("-")), "softmax")
         try:
             load_task(task)

@@ -10,6 +10,14 @@ from pathlib import Path
 from harness.journal import results_rows
 from harness.session import Session, SessionError, list_sessions, no_sessions_message
 
+# Heavier imports stay inside the functions: cli.build_parser imports every command module on each
+# start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.commands.run import check_agent_spec, check_pack_selection, open_tui, run_headless
+from harness.evaluate.sandbox import from_cli
+from harness.history import SessionHistory
+from harness.packs import discover
+from harness.tasks import TaskError, load_task
+
 
 ID_HELP = "a session id, `latest`, or a unique prefix or part of one (e.g. its tag: 3583)"
 
@@ -78,11 +86,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    from harness.commands.run import open_tui, run_headless
-    from harness.tasks import TaskError, load_task
     from harness.wiring import RunConfig
 
-    from harness.evaluate.sandbox import from_cli
 
     s = _open(args.id)
     if s is None:
@@ -100,7 +105,6 @@ def cmd_resume(args) -> int:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
     if args.packs:  # checked before the selection is journalled: a typo must not change the session
-        from harness.packs import discover
 
         catalog = discover()
         for pid in (x.strip() for x in args.packs.split(",") if x.strip()):
@@ -118,7 +122,6 @@ def cmd_resume(args) -> int:
         cfg.iterations = args.iterations
     if args.quiet is not None:
         cfg.quiet = args.quiet
-    from harness.commands.run import check_agent_spec
 
     problem = check_agent_spec(cfg.agent)  # no key, no server: said now, not at the first proposal
     if problem:
@@ -126,7 +129,6 @@ def cmd_resume(args) -> int:
         return 2
     if args.packs or args.no_packs:
         change_packs(s, args.packs, args.no_packs)
-    from harness.commands.run import check_pack_selection
 
     problem = check_pack_selection(task, cfg, s)  # a broken pack stops the TUI here too, not in its thread
     if problem:
@@ -166,8 +168,6 @@ def iterations_already_run(s: Session, limit: int) -> int | None:
     """How many iterations the session has started, when resuming it under `limit` would do
     nothing (the loop would end at once with 'iterations done'), else None: every started iteration
     is decided, none is left under the limit, and no keep is left half-done by a kill."""
-    from harness.history import SessionHistory
-
     h = SessionHistory.of(s)
     started, last_keep = h.started, h.last_keep
     if started < limit or h.undecided():

@@ -22,6 +22,9 @@ from harness.evaluate.process import derive_seed
 from harness.evaluate.verdict import median
 from harness.tasks import Shape, Task, compare
 
+# torch is imported inside each function, for start-up time (seconds): importing this module (heldout, timing_stage
+# and the tests do) costs no torch; the evaluation pays for it once, on first use.
+
 if TYPE_CHECKING:
     from harness.evaluate.process import ChildProcess, EvalOptions, _Run
 

@@ -14,13 +14,17 @@ from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.evaluate import prewarm
+from harness.evaluate import prewarm, sandbox
 from harness.evaluate import verdict as vd
 from harness.evaluate.process import ChildFailed, EvalOptions, _Run
 # Re-exported: callers (benches, e2e, profile, tests) have imported these from here.
 from harness.evaluate.process import REPO_ROOT, ChildProcess, derive_seed, scrubbed_env  # noqa: F401
 from harness.evaluate.prewarm import close as close_spares  # noqa: F401
-from harness.tasks import Shape, Task
+from harness.tasks import Shape, Task, TaskError
+
+# Local imports below are for start-up time: this module loads with every `warpsmith` command (and the TUI),
+# so torch, harness.guard (tree-sitter; optional on a bare GPU box) and the stage modules (correctness,
+# heldout, timing_stage, keep_policy, dsl_support) are imported when an evaluation needs them.
 
 
 def _violation_dict(v: Any) -> dict:
@@ -56,8 +60,6 @@ def _on_gpu(opts: EvalOptions) -> bool:
 
 
 def _select_shapes(task: Task, on_gpu: bool, names: list[str] | None) -> list[Shape]:
-    from harness.tasks import TaskError
-
     shapes = task.shapes_for(on_gpu)
     if not names:
         return shapes
@@ -99,8 +101,6 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         "call_timeout_s": opts.run_timeout_s, "heldout": [], "hard_cases": [],
     }
     if opts.sandbox:
-        from harness.evaluate import sandbox
-
         works, why, _ = sandbox.probe()
         if not works:
             # Fail closed: candidate code never runs unconfined unless someone said so.

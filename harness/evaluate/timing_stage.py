@@ -26,6 +26,9 @@ from harness.evaluate.correctness import _as_out, _make, input_bytes, n_buffers
 from harness.evaluate.process import ChildFailed, ChildProcess, derive_seed
 from harness.tasks import Shape, Task, compare
 
+# torch is imported inside each function, for start-up time (seconds): importing this module (the runner
+# and the tests do) costs no torch; the evaluation pays for it once, on first use.
+
 if TYPE_CHECKING:
     from harness.evaluate.process import EvalOptions, _Run
 

@@ -68,6 +68,7 @@ class ModelScreen(ModalScreen["str | None"]):
         self.run_worker(self.check(spec), exclusive=True, group="check")
 
     async def check(self, spec: str) -> None:
+        # Local: the preflight pulls in the agents' SDKs (~40 modules), paid only when the dialog checks.
         from harness.agents.preflight import agent_problem
 
         # In a thread: reading the config is quick, but a connection attempt may wait its timeout.

@@ -21,7 +21,7 @@ from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
 from harness.hardware import summary as hardware_summary
-from harness.packs import KINDS, Catalog, Pack
+from harness.packs import KINDS, Catalog, Pack, discover
 
 HEADER = "__kind__:"
 ON, OFF = "[x] ", "[ ] "  # on/off readable without colour; as wide as SelectionList's ▐X▌ gutter
@@ -138,8 +138,6 @@ class PackPickerScreen(ModalScreen["list[str] | None"]):
 
     @work(thread=True, exclusive=True, group="packs")
     def discover(self) -> None:
-        from harness.packs import discover
-
         catalog = discover()
         self.app.call_from_thread(self._fill, catalog)
 

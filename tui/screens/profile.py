@@ -53,7 +53,7 @@ def subprocess_runner(task: Any, candidate: Path, pack: str, label: str) -> Runn
     scrubbed environment; the profile comes back on its stdout."""
 
     def run() -> StepProfile:
-        import torch
+        import torch  # local: start-up time (torch takes seconds), paid only when a profile runs
 
         from harness.evaluate.runner import scrubbed_env
         from harness.evaluate.sandbox import confine

@@ -20,6 +20,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 
+from harness import events as ev
+from harness.dispatch import bucket_results
 from harness.loop import DecisionReply
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decide import RevertReasonScreen
@@ -243,8 +245,6 @@ class RunScreen(Screen[None]):
 
     def action_keep_buckets(self, deliberate: bool = False) -> None:
         """Keep the candidate for the task's buckets it wins, and revert it everywhere else."""
-        from harness.dispatch import bucket_results
-
         app = self.wapp
 
         verdict = app.decider.check_revert(deliberate)  # same rules as any decision key: waiting, not too soon
@@ -360,8 +360,7 @@ class RunScreen(Screen[None]):
     def action_profile(self) -> None:
         """The step profile (tui/screens/profile.py); a picked line opens the ideas dialog with the
         line's context filled in, and the finished idea is journalled with the line it came from."""
-        from harness import events as ev
-        from tui.screens.ideas import IdeasScreen
+        # Local: start-up time; the profile and history screens are loaded when first opened.
         from tui.screens.profile import PROFILE_FILE, ProfilePick, ProfileScreen, subprocess_runner
 
         app = self.wapp
@@ -432,7 +431,7 @@ class RunScreen(Screen[None]):
         self.maximize(node, container=False)
 
     def action_history(self) -> None:
-        from tui.screens.history import open_history
+        from tui.screens.history import open_history  # local: start-up time, loaded when first opened
 
         open_history(self.wapp)
 

@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
 from harness.evaluate.verdict import cannot_keep_reason
+from harness.packs import discover
 from harness.roofline import Roof, hbm_roof
 from tui.state import TALLY_KEYS, RunState
 
@@ -319,8 +320,6 @@ class BenchPane(VerticalScroll):
         catalog = getattr(app, "pack_catalog", None)
 
         def work() -> None:
-            from harness.packs import discover
-
             cat = catalog or discover()
             roof = hbm_roof(task, [cat.packs[i] for i in key if i in cat.packs]) if task is not None else None
             app.call_from_thread(loaded, roof)

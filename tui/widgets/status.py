@@ -14,6 +14,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
+from harness.evaluate.sandbox import disabled_by_user
 from tui.state import RunState
 
 # (field, level) applied one after the other until the line fits.
@@ -57,7 +58,6 @@ def _build(state: RunState, level: dict[str, int]) -> Text:
     t.append(badge, style="bold black on yellow" if state.mode == "auto" else "bold white on blue")
     if state.paused:
         t.append(" PAUSED ", style="bold black on magenta")
-    from harness.evaluate.sandbox import disabled_by_user
 
     if disabled_by_user():  # --no-sandbox: candidate code runs with the person's privileges
         t.append(" NO SANDBOX ", style="bold white on red")
