@@ -40,12 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         # Bare `warpsmith` opens the TUI when it is installed, else prints help.
         run = getattr(args, "_default", None)
         if run is None:
+            from harness.commands.run import open_tui_home  # (loaded already, like every command module)
+
             try:
-                from harness.commands.run import open_tui_home
-            except ImportError:
+                return open_tui_home()
+            except ImportError as e:  # the TUI's packages missing (a bare GPU box): say so, then help
+                print(f"warpsmith: the TUI can't start ({e}); run a command instead:", file=sys.stderr)
                 parser.print_help()
                 return 2
-            return open_tui_home()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
