@@ -184,9 +184,9 @@ def map_sealed(fd: int, nbytes: int) -> memoryview:
         raise Forged("an output file on the result channel is not a sealable memory file") from None
     if seals & _SEALS != _SEALS:
         raise Forged("an output file on the result channel is not sealed against writes")
-    if os.fstat(fd).st_size != nbytes:
-        raise Forged(f"an output file on the result channel holds {os.fstat(fd).st_size} bytes, "
-                     f"not the {nbytes} its frame names")
+    size = os.fstat(fd).st_size
+    if size != nbytes:
+        raise Forged(f"an output file on the result channel holds {size} bytes, not the {nbytes} its frame names")
     return memoryview(mmap.mmap(fd, nbytes, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE))
 
 

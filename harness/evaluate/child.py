@@ -375,15 +375,15 @@ class Child:
         if req.get("rows_seed") is not None:  # large outputs: the rows the parent will check
             for i, o in enumerate(send):
                 rows = rows_to_check(int(req["rows_seed"]), i, tuple(o.shape), o.numel() * o.element_size(),
-                                     int(req.get("rows_min_bytes") or 0) or None)
+                                     req.get("rows_min_bytes"))
                 if rows is not None:
                     send[i] = o.index_select(0, self.torch.tensor(rows, device=o.device))
         return {"ok": True, "n_out": len(outs), "observed": observed}, send
 
     def op_mem(self, req: dict) -> tuple[dict, list]:
         """Free GPU memory: the parent sizes its batches from the incumbent's child (not the candidate's).
-        The allocator's cache is handed back first: after the correctness stage's shapes each child
-        held tens of GB it no longer used, and the H200 reported ~1.6 GB free (batches of 6 calls)."""
+        The allocator's cache is handed back first: what the correctness stage's shapes left cached
+        is free for the batches, and the driver's figure would not count it."""
         if not self.on_gpu:
             return {"ok": True, "free": None}, []
         self.torch.cuda.empty_cache()

@@ -141,7 +141,10 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             return None
         t0 = time.perf_counter()
         rows_seed = seed_of(role, k, "rows") if (sample_rows and j is not None) else None
-        f, tensors = ch.request({"op": "fetch", "rows_seed": rows_seed, "rows_min_bytes": channel.SAMPLE_MIN}, to)
+        req = {"op": "fetch"}
+        if rows_seed is not None:
+            req.update(rows_seed=rows_seed, rows_min_bytes=channel.SAMPLE_MIN)
+        f, tensors = ch.request(req, to)
         spent("fetch", t0)
         res[role]["observed"] += f.get("observed", [])
         if j is not None:

@@ -176,8 +176,8 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
     import torch
 
     if torch.cuda.is_available():
-        # This process's own allocator cache (the correctness stage's references, up to tens of GB)
-        # is free memory the batches are sized from; on the H200 the eval's batches were 5-7 calls.
+        # This process's own allocator cache (the correctness stage's references) is memory the
+        # batches may use: they are sized from the free memory the incumbent's child reports.
         torch.cuda.empty_cache()
     inc_child = prewarm.take(task, True, opts)
     try:
