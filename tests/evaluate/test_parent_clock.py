@@ -210,3 +210,12 @@ def test_the_rows_are_drawn_the_same_on_both_sides_and_only_for_large_outputs():
     assert rows_to_check(7, 0, (4096, 4096), SAMPLE_MIN - 1) is None      # small: whole
     assert rows_to_check(7, 0, (SAMPLE_ROWS, 1 << 20), 1 << 30) is None    # few rows: whole
     assert rows_to_check(7, 0, (1 << 28,), 1 << 30) is None                # one dimension: whole
+
+
+def test_a_kernel_that_skips_every_eighth_row_is_caught_by_the_sampled_rows(children, monkeypatch):
+    """Spelled apart from half_rows_stale: a strided skip of 1/8 of the rows, missed by one 64-row
+    sample with probability (7/8)^64 (~2e-4)."""
+    m, got = _measure_tall(children, "strided_row_skip.py", monkeypatch)
+    cand = m["roles"]["candidate"]
+    assert got and all(s == (channel_rows(), 96) for s in got)
+    assert cand["checked"] >= 2 and cand["bad"] >= cand["checked"] - 1
