@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import importlib.util
-import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -36,6 +35,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+# Which buckets a verdict wins lives in harness/evaluate/buckets.py (the keep policy reads it there, and
+# evaluate imports nothing of the session); re-exported here, where per-bucket keeps use it.
+from harness.evaluate.buckets import BucketResult, bucket_results, shape_dims, winning_buckets  # noqa: F401
+from harness.history import SessionHistory
 from harness.tasks import Bucket, Shape, Task, TaskError, compare, load_module, load_task
 
 BUCKET_REF_PREFIX = "refs/buckets/"
@@ -45,84 +48,6 @@ DEFAULT_DEFAULT = "reference:reference"  # no `default` and no default.py: the r
 
 class DispatchError(Exception):
     """A problem a user can fix; str() names the file or session and what to do."""
-
-
-# -- which buckets a verdict wins ---------------------------------------------------------------
-
-@dataclass
-class BucketResult:
-    bucket: str
-    shapes: list[str]
-    wins: bool
-    reason: str
-    candidate_us: float | None = None  # geomean over the bucket's measured shapes
-    incumbent_us: float | None = None
-    speedup: float | None = None
-    # [lo, hi] of the bucket's dim over every shape checked correct in it, listed and held-out: the
-    # exported dispatcher routes only these lengths to the kernel (the default elsewhere).
-    checked: list[int] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bucket": self.bucket, "shapes": self.shapes, "wins": self.wins, "reason": self.reason,
-                "candidate_us": self.candidate_us, "incumbent_us": self.incumbent_us, "speedup": self.speedup,
-                "checked": self.checked}
-
-
-def _geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if isinstance(x, (int, float)) and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
-def shape_dims(task: Task, s: dict) -> dict[str, int]:
-    """A verdict shape's dims; falls back to the task's shape of that name (older verdicts)."""
-    if isinstance(s.get("dims"), dict):
-        return s["dims"]
-    for shape in task.shapes + task.interpreter_shapes:
-        if shape.name == s.get("name"):
-            return shape.dims
-    return {}
-
-
-def bucket_results(task: Task, verdict: dict, margin: float = 0.0) -> list[BucketResult]:
-    """Per bucket: does the candidate win on every measured shape of it?
-
-    A shape counts as won if the evaluator marked it so (`winner == "candidate"`) or, without that
-    field, its speedup exceeds 1 + margin. Incorrect or unmeasured shapes never win a bucket.
-    """
-    out = []
-    shapes = verdict.get("shapes") or []
-    for b in task.buckets:
-        mine = [s for s in shapes if b.contains(shape_dims(task, s))]
-        names = [s.get("name", "?") for s in mine]
-        res = BucketResult(b.name, names, False, "")
-        seen = [shape_dims(task, x).get(b.dim) for x in shapes + list(verdict.get("heldout") or []) if x.get("correct")]
-        seen = [n for n in seen if isinstance(n, int) and b.lo <= n < b.hi]
-        res.checked = [min(seen), max(seen)] if seen else None
-        res.candidate_us = _geomean([s.get("candidate_us") for s in mine])
-        res.incumbent_us = _geomean([s.get("incumbent_us") for s in mine])
-        if res.candidate_us and res.incumbent_us:
-            res.speedup = res.incumbent_us / res.candidate_us
-        if not mine:
-            res.reason = f"no measured shape has {b.dim} in [{b.lo}, {b.hi})"
-        elif any(not s.get("correct") for s in mine):
-            res.reason = "incorrect on " + ", ".join(s.get("name", "?") for s in mine if not s.get("correct"))
-        elif not verdict.get("timing_available", True) or any(s.get("speedup") is None for s in mine):
-            res.reason = "timing unavailable"
-        else:
-            lost = [s for s in mine if not (s.get("winner") == "candidate" if "winner" in s
-                                            else s["speedup"] > 1.0 + margin)]
-            if lost:
-                res.reason = "slower on " + ", ".join(f"{s.get('name')} ({s['speedup']:.3f}x)" for s in lost)
-            else:
-                res.wins = True
-                res.reason = f"faster on all {len(mine)} shape(s), geomean {res.speedup:.3f}x"
-        out.append(res)
-    return out
-
-
-def winning_buckets(task: Task, verdict: dict, margin: float = 0.0) -> list[str]:
-    """Names of the buckets a candidate wins: what `--keep-buckets auto` keeps it for."""
-    return [r.bucket for r in bucket_results(task, verdict, margin) if r.wins]
 
 
 # -- bucket-limited keeps in git and the journal -----------------------------------------------
@@ -204,7 +129,7 @@ class KeepBucketsDecider:
 
 
 def bucket_keeps(session) -> list[dict]:
-    return [r for r in session.journal.read() if r.get("kind") == "BucketKeep"]
+    return SessionHistory.of(session).bucket_keeps
 
 
 def restore_bucket_refs(session) -> int:
@@ -240,25 +165,16 @@ class TableRow:
         return f"{prefix}iter {self.iteration} ({(self.commit or '')[:10]})"
 
 
-def _last_global_keep(records: list[dict]) -> tuple[dict | None, dict | None]:
-    verdicts, last = {}, None
-    for r in records:
-        if r.get("kind") == "EvalResult":
-            verdicts[r.get("iteration")] = r.get("verdict") or {}
-        elif r.get("kind") == "Decision" and r.get("action") == "keep":
-            last = r
-    return last, (verdicts.get(last["iteration"]) if last else None)
-
-
-def dispatch_table(session, task: Task) -> list[TableRow]:
+def dispatch_table(session, task: Task, history: SessionHistory | None = None) -> list[TableRow]:
     """One row per bucket of the task (see the module docstring for the resolution order)."""
-    records = session.journal.read()
+    h = history or SessionHistory.of(session)
     latest: dict[str, dict] = {}
-    for r in records:
-        if r.get("kind") == "BucketKeep":
-            for b in r["buckets"]:
-                latest[b] = r
-    keep, keep_verdict = _last_global_keep(records)
+    for r in h.bucket_keeps:
+        for b in r["buckets"]:
+            latest[b] = r
+    keep = h.last_keep
+    # the latest verdict of the kept iteration (a re-measurement after the keep included)
+    keep_verdict = h.steps[keep.get("iteration")].verdict if keep is not None else None
     best_results = {r.bucket: r.to_dict() for r in bucket_results(task, keep_verdict)} if keep_verdict else {}
     rows = []
     for b in task.buckets:

@@ -3,7 +3,7 @@
 Applied to every verdict after the decision rule (verdict.recommend) has spoken:
 
 - Each timed shape gets `winner`: "candidate" (faster beyond its noise band), "incumbent" (slower
-  beyond it) or "tie". Per-bucket keeps (harness.dispatch.bucket_results) go by it.
+  beyond it) or "tie". Per-bucket keeps (harness.evaluate.buckets) go by it.
 - Stable timing: a keep needs every shape's sample spread within verdict.SPREAD_MAX_PCT (reported
   per shape as `spread_pct`, the bound as `spread_bound_pct`). The figures judged are the re-measured
   ones (every would-be keep is measured again in a fresh process); still noisy, it is not kept.
@@ -16,8 +16,8 @@ Applied to every verdict after the decision rule (verdict.recommend) has spoken:
 """
 from __future__ import annotations
 
-from harness.dispatch import bucket_results
 from harness.evaluate import verdict as vd
+from harness.evaluate.buckets import bucket_results
 from harness.tasks import Task
 
 

@@ -6,8 +6,10 @@ key and in the same order, so `json.dumps(Verdict.from_json(d).to_json())` is by
 `json.dumps(d)`: consumers of `eval --json` see no change (tests/evaluate/test_records.py). Keys a
 record doesn't name (added by a stage, a later version, an e2e check) travel in `extra`.
 
-Readers move from `v.get("geomean_speedup")` to `Verdict.from_json(v).geomean_speedup` one at a time;
-the dict stays the wire format.
+Readers outside harness/evaluate read `Verdict.from_json(v).geomean_speedup`, not `v.get(...)`: a key an
+old journal (or a lost worker's verdict) lacks gets the one default named here, the same in every
+reader (tests/spine/test_history.py). The evaluator's stages still build the verdict as a dict: it is
+the wire format, and `to_json` only writes the keys it read.
 """
 from __future__ import annotations
 
@@ -92,6 +94,7 @@ class ShapeResult(_Record):
     candidate_graph_us: float | None = None
     incumbent_graph_us: float | None = None
     noise_pct: float | None = None
+    winner: str | None = None  # candidate | incumbent | tie: harness.evaluate.keep_policy, timed shapes only
     extra: dict = field(default_factory=dict, repr=False)
     _keys: list | None = field(default=None, repr=False, compare=False)
 
@@ -99,7 +102,7 @@ class ShapeResult(_Record):
 @dataclass
 class Verdict(_Record):
     accepted: bool = False
-    stage: str = "static"
+    stage: str = ""  # static | import | correctness | guard | timing | done | e2e; "" when a record has none
     reasons: list = field(default_factory=list)  # [{rule, message}]
     task: str = ""
     candidate: str = ""
@@ -117,15 +120,27 @@ class Verdict(_Record):
     output: str = ""
     sandbox: bool = True
     call_timeout_s: float | None = None
-    heldout: list = field(default_factory=list)
+    heldout: list[ShapeResult] = field(default_factory=list)  # held-out shapes drawn for this evaluation
     hard_cases: list = field(default_factory=list)
     extra: dict = field(default_factory=dict, repr=False)
     _keys: list | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def _decode(cls, name: str, value: Any) -> Any:
-        if name == "shapes" and isinstance(value, list):
+        if name in ("shapes", "heldout") and isinstance(value, list):
             return [ShapeResult.from_json(s) if isinstance(s, dict) else s for s in value]
         if name == "recommendation" and isinstance(value, dict):
             return Recommendation.from_json(value)
         return value
+
+
+def as_verdict(v: "dict | Verdict | None") -> Verdict:
+    """A reader's verdict: a Verdict as it is, a dict (the wire form) read, None as an empty verdict
+    (every field its default). Renderers that take either call this once at the top."""
+    if isinstance(v, Verdict):
+        return v
+    return Verdict.from_json(v or {})
+
+
+def as_shape(s: "dict | ShapeResult") -> ShapeResult:
+    return s if isinstance(s, ShapeResult) else ShapeResult.from_json(s)
