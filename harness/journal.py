@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import tally_outcome
 from harness.history import SessionHistory
 
@@ -77,9 +78,9 @@ def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     its outcome in the session's tally (harness.evaluate.verdict.tally_outcome)."""
     rows = []
     for s in SessionHistory.fold(records).decided:
-        r, p, v = s.decision, s.proposal or {}, s.verdict or {}
-        g = v.get("geomean_speedup")
-        verdict = "accepted" if v.get("accepted") else f"rejected:{v.get('stage', '?')}"
+        r, p, v = s.decision, s.proposal or {}, Verdict.from_json(s.verdict or {})
+        g = v.geomean_speedup
+        verdict = "accepted" if v.accepted else f"rejected:{v.stage or '?'}"
         rows.append({
             "iteration": str(s.iteration),
             "commit": (r.get("commit") or p.get("commit", ""))[:12],
@@ -87,7 +88,7 @@ def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
             "geomean_speedup": f"{g:.4f}" if isinstance(g, (int, float)) else "n/a",
             "decision": r["action"] + (" (override)" if r.get("override") else ""),
             "description": " ".join(p.get("description", "").split())[:120],
-            "outcome": tally_outcome(v, r["action"]),
+            "outcome": tally_outcome(s.verdict or {}, r["action"]),
         })
     return rows
 

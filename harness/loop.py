@@ -467,7 +467,8 @@ class Loop:
         try:
             if self.check_verdict is not None:  # (outside the lock: the end-to-end check takes a while)
                 verdict = self.check_verdict(self.task, verdict, *slot.files)
-            self.emit(ev.StaticResult(slot.iteration, not verdict.get("violations"), verdict.get("violations", [])))
+            violations = Verdict.from_json(verdict).violations
+            self.emit(ev.StaticResult(slot.iteration, not violations, violations))
             self.emit(ev.EvalResult(slot.iteration, verdict))
         except Exception as e:  # raised by the deciding thread in this candidate's turn
             slot.error = e

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.dispatch import bucket_keeps, dispatch_table
+from harness.dispatch import dispatch_table
+from harness.evaluate.records import ShapeResult, Verdict
 from harness.history import SessionHistory
 from harness.tasks import TaskError, load_task
 from harness.workspace import unified_diff
@@ -33,7 +34,7 @@ class Step:
     description: str = ""
     agent: str = ""
     model: str = ""
-    verdict: dict = field(default_factory=dict)
+    verdict: Verdict | None = None  # None: not evaluated
     action: str = ""  # keep | revert | "" (undecided)
     by: str = ""
     override: bool = False
@@ -46,7 +47,7 @@ class Step:
 
     @property
     def speedup(self) -> float | None:
-        g = self.verdict.get("geomean_speedup")
+        g = self.verdict.geomean_speedup if self.verdict is not None else None
         return float(g) if isinstance(g, (int, float)) and g > 0 else None
 
     @property
@@ -56,12 +57,12 @@ class Step:
             return "kept"
         if self.buckets:
             return "kept for buckets"
-        v = self.verdict
-        if v.get("accepted"):
+        v = self.verdict or Verdict()
+        if v.accepted:
             return "reverted"
-        stage = v.get("stage", "")
-        rules = [r.get("rule", "") for r in v.get("reasons", []) if r.get("rule")]
-        rules += [x.get("rule", "") for x in v.get("violations", []) if x.get("rule")]
+        stage = v.stage
+        rules = [r.get("rule", "") for r in v.reasons if r.get("rule")]
+        rules += [x.get("rule", "") for x in v.violations if x.get("rule")]
         if set(rules) & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
             return "crashed"
         if stage == "correctness":
@@ -83,7 +84,7 @@ def collect(session, history: SessionHistory | None = None) -> list[Step]:
             s.incumbent = r.get("incumbent", "")
         s.reasoning = st.reasoning
         if st.verdict is not None:
-            s.verdict = st.verdict or {}
+            s.verdict = Verdict.from_json(st.verdict or {})
         if st.decision is not None:
             r = st.decision
             s.action, s.by, s.override, s.reason = r["action"], r.get("by", ""), bool(r.get("override")), r.get("reason", "")
@@ -94,7 +95,7 @@ def collect(session, history: SessionHistory | None = None) -> list[Step]:
             s.buckets = list(st.bucket_keep.get("buckets") or [])
             s.bucket_by = st.bucket_keep.get("by", "")
         steps.append(s)
-    return [s for s in sorted(steps, key=lambda s: s.iteration) if s.commit or s.verdict]
+    return [s for s in sorted(steps, key=lambda s: s.iteration) if s.commit or s.verdict is not None]
 
 
 # -- plots ------------------------------------------------------------------------------------
@@ -147,17 +148,20 @@ def plot_progress(steps: list[Step]) -> bytes:
 def shape_times(steps: list[Step]) -> list[dict]:
     """Per shape: the baseline's time (incumbent of the first timed verdict), the best's (last kept),
     and the roofline floor (time x roofline% of the best measurement)."""
-    first = next((s for s in steps if any(sh.get("incumbent_us") for sh in s.verdict.get("shapes", []))), None)
-    last = next((s for s in reversed(steps) if s.action == "keep" and s.verdict.get("shapes")), None)
+    def shapes(s: Step | None) -> list[ShapeResult]:
+        return list(s.verdict.shapes) if s is not None and s.verdict is not None else []
+
+    first = next((s for s in steps if any(sh.incumbent_us for sh in shapes(s))), None)
+    last = next((s for s in reversed(steps) if s.action == "keep" and shapes(s)), None)
     rows: dict[str, dict] = {}
-    for sh in (first.verdict.get("shapes", []) if first else []):
-        rows.setdefault(sh["name"], {"name": sh["name"]})["baseline_us"] = sh.get("incumbent_us")
-    for sh in (last.verdict.get("shapes", []) if last else []):
-        row = rows.setdefault(sh["name"], {"name": sh["name"]})
-        row["best_us"] = sh.get("candidate_us")
-        pct = sh.get("roofline_pct")
-        if isinstance(pct, (int, float)) and pct > 0 and sh.get("candidate_us"):
-            row["floor_us"] = sh["candidate_us"] * pct / 100.0
+    for sh in shapes(first):
+        rows.setdefault(sh.name, {"name": sh.name})["baseline_us"] = sh.incumbent_us
+    for sh in shapes(last):
+        row = rows.setdefault(sh.name, {"name": sh.name})
+        row["best_us"] = sh.candidate_us
+        pct = sh.roofline_pct
+        if isinstance(pct, (int, float)) and pct > 0 and sh.candidate_us:
+            row["floor_us"] = sh.candidate_us * pct / 100.0
     return list(rows.values())
 
 
@@ -185,7 +189,7 @@ def plot_shapes(rows: list[dict]) -> bytes:
 def outcome_counts(steps: list[Step]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for s in steps:
-        if s.action or s.verdict:
+        if s.action or s.verdict is not None:
             counts[s.outcome] = counts.get(s.outcome, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -262,14 +266,14 @@ def build_report(session, task=None) -> Report:
                     "by": r.get("by", ""),
                     "speedups": ", ".join(f"{b}: {m.get('speedup'):.3f}x" if isinstance(m.get("speedup"), float)
                                           else f"{b}: n/a" for b, m in (r.get("measurements") or {}).items()) or "-"}
-                   for r in bucket_keeps(session)]
+                   for r in h.bucket_keeps]
     plots = [("progress", "Geomean speedup of each timed candidate against the incumbent of its time, and the best "
               "so far against the baseline.", plot_progress(steps)),
              ("shapes", "Per-shape time of the baseline and of the best kept kernel, with the roofline floor "
               "(bytes moved over measured bandwidth).", plot_shapes(shape_times(steps))),
              ("outcomes", "What happened to each candidate; rejections are named by the rule that stopped them.",
               plot_outcomes(counts))]
-    dispatch_rows, bucket_diffs = _dispatch_section(session, baseline, task)
+    dispatch_rows, bucket_diffs = _dispatch_section(session, baseline, task, h)
     step_rows = [{"iteration": s.iteration, "commit": s.commit[:10], "outcome": s.outcome,
                   "speedup": s.speedup, "model": f"{s.agent}:{s.model}" if s.model else s.agent,
                   "description": s.description, "reason": s.reason} for s in steps]
@@ -277,7 +281,8 @@ def build_report(session, task=None) -> Report:
                   bucket_rows, diff, dispatch_rows, bucket_diffs)
 
 
-def _dispatch_section(session, baseline: str, task=None) -> tuple[list[dict], list[tuple[str, str]]]:
+def _dispatch_section(session, baseline: str, task=None,
+                      history: SessionHistory | None = None) -> tuple[list[dict], list[tuple[str, str]]]:
     """The routing table (which kernel runs in each bucket) and each per-bucket keep's diff."""
     if task is None:
         try:
@@ -287,7 +292,7 @@ def _dispatch_section(session, baseline: str, task=None) -> tuple[list[dict], li
     if not task.buckets:
         return [], []
     ws, rows, diffs, seen = session.workspace, [], [], set()
-    for r in dispatch_table(session, task):
+    for r in dispatch_table(session, task, history):
         m = r.measurements or {}
         hi = "inf" if r.bucket.hi >= 2**61 else str(r.bucket.hi)
         rows.append({"bucket": r.bucket.name, "range": f"{r.bucket.dim} in [{r.bucket.lo}, {hi})", "runs": r.label,

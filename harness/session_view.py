@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.evaluate.records import Verdict
 from harness.history import SessionHistory
 
 # Decision.by in the journal -> who, in words.
@@ -31,9 +32,9 @@ def candidate_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
                "description": " ".join(str(p.get("description", "")).split()),
                "verdict": "not evaluated", "geomean": "", "decision": "undecided", "by": "", "reason": ""}
         if st.verdict is not None:
-            v = st.verdict or {}
+            v = Verdict.from_json(st.verdict or {})
             row["verdict"] = _verdict(v)
-            g = v.get("geomean_speedup")
+            g = v.geomean_speedup
             row["geomean"] = f"{g:.3f}x" if isinstance(g, (int, float)) else "n/a"
         if st.decision is not None:
             r = st.decision
@@ -49,11 +50,11 @@ def candidate_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     return sorted(out, key=lambda row: int(row["iteration"]))
 
 
-def _verdict(v: dict) -> str:
-    if v.get("accepted"):
+def _verdict(v: Verdict) -> str:
+    if v.accepted:
         return "accepted"
-    rules = [str(x.get("rule")) for x in v.get("reasons") or [] if isinstance(x, dict) and x.get("rule")]
-    return f"rejected ({v.get('stage', '?')}" + (f": {', '.join(dict.fromkeys(rules))})" if rules else ")")
+    rules = [str(x.get("rule")) for x in v.reasons or [] if isinstance(x, dict) and x.get("rule")]
+    return f"rejected ({v.stage or '?'}" + (f": {', '.join(dict.fromkeys(rules))})" if rules else ")")
 
 
 def print_show(session, console=None) -> None:

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness import events as ev
+from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import OUTCOMES, tally_outcome
 
 MAX_TURNS = 6  # reasoning turns kept in memory for the screen; the journal keeps them all
@@ -112,6 +113,7 @@ class RunState:
     incumbents: dict[int, str] = field(default_factory=dict)  # iteration -> commit it was measured against
     keeps: list[ev.Decision] = field(default_factory=list)  # every keep, in order: the best's lineage
     roof: object | None = None  # harness.roofline.Roof of the session's hardware pack (set by the bench pane)
+    _typed: dict = field(default_factory=dict, repr=False, compare=False)  # verdict_of's cache
 
     # -- helpers ------------------------------------------------------------------------------
     def turn(self, iteration: int) -> Turn:
@@ -134,7 +136,16 @@ class RunState:
     @property
     def timed(self) -> bool:
         """Some verdict of the session has timings (none on a machine without a GPU)."""
-        return any(v.get("timing_available") for v in self.verdicts.values())
+        return any(self.verdict_of(it).timing_available for it in self.verdicts)
+
+    def verdict_of(self, iteration: int) -> Verdict:
+        """The iteration's verdict as its typed record (an empty one when there is none), read once:
+        `timed` asks on every redraw."""
+        raw = self.verdicts.get(iteration)
+        hit = self._typed.get(iteration)
+        if hit is None or hit[0] is not raw:
+            hit = self._typed[iteration] = (raw, Verdict.from_json(raw or {}))
+        return hit[1]
 
     def lineage(self, incumbent: str) -> list[ev.Decision]:
         """The keeps that led to `incumbent`, oldest first (empty: the baseline, or not known)."""
@@ -200,9 +211,10 @@ class RunState:
             self.verdict, self.verdict_iteration = e.verdict, e.iteration
             self.verdicts[e.iteration] = e.verdict
             self.recommendation = None
-            if not e.verdict.get("accepted"):
-                for r in e.verdict.get("reasons", [])[:6]:
-                    self.note(e.iteration, f"rejected at {e.verdict.get('stage')}: **{r.get('rule')}**: "
+            v = Verdict.from_json(e.verdict)
+            if not v.accepted:
+                for r in v.reasons[:6]:
+                    self.note(e.iteration, f"rejected at {v.stage or '?'}: **{r.get('rule')}**: "
                                            f"{r.get('message')}", "rule")
             return {"bench", "reasoning", "status"}
         if isinstance(e, ev.Recommendation):
@@ -217,7 +229,7 @@ class RunState:
                 self.keeps.append(e)
             verdict = self.verdicts.get(e.iteration, {})
             self.tally[tally_key(verdict, e.action)] += 1
-            g = verdict.get("geomean_speedup")
+            g = self.verdict_of(e.iteration).geomean_speedup
             if e.action == "keep" and isinstance(g, (int, float)) and g > 0:
                 self.best_speedup *= g
             elif e.action == "keep":

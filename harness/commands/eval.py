@@ -13,6 +13,7 @@ from harness.commands.run import TIMEOUT_HELP, check_timeout
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.commands.check import CandidateUnreadable, read_candidate, violation_lines
 from harness.evaluate import EvalOptions, evaluate, prewarm
+from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import from_cli
 from harness.evaluate.verdict import BEST_US, CAND_US
 from harness.tasks import TaskError, load_task
@@ -68,14 +69,14 @@ def _short(path: str) -> str:
         return path
 
 
-def _reason_lines(v: dict) -> list[str]:
+def _reason_lines(v: Verdict) -> list[str]:
     """One line per distinct problem: the same failure on several shapes is said once, with the
     shapes listed; a static violation is located as file:line; a crash points at the candidate's line."""
-    cand = v.get("candidate") or ""
+    cand = v.candidate or ""
     merged: dict[tuple[str, str], list[str]] = {}
     extra: dict[tuple[str, str], str] = {}
     out = []
-    located = [viol for viol in v.get("violations") or [] if viol.get("line")]
+    located = [viol for viol in v.violations or [] if viol.get("line")]
     if located:  # static violations as `warpsmith check` prints them: file:line:col, then the line
 
         for viol in located:
@@ -83,7 +84,7 @@ def _reason_lines(v: dict) -> list[str]:
             first, *rest = violation_lines(_short(cand) if cand else "candidate", viol)
             out += [f"  {mark} {first}"] + [f"  {line}" for line in rest]
     shown = {f"static:{viol.get('rule')}" for viol in located}
-    for r in v["reasons"]:
+    for r in v.reasons:
         if r["rule"] in shown:  # said above, with its place in the file
             continue
         first = (r["message"].splitlines() or [""])[0]
@@ -102,7 +103,7 @@ def _reason_lines(v: dict) -> list[str]:
         if where:
             extra.setdefault(key, where)
         if r["rule"] == "timeout":
-            stuck = [s["name"] for s in v["shapes"] if s.get("error") and not str(s["error"]).startswith("not run")]
+            stuck = [s.name for s in v.shapes if s.error and not str(s.error).startswith("not run")]
             if stuck:
                 merged[key].append(stuck[0])
             extra[key] = ("the entry did not return: look for a loop that never ends (in Python or in the "
@@ -115,37 +116,39 @@ def _reason_lines(v: dict) -> list[str]:
     return out
 
 
-def print_table(v: dict, out=None) -> None:
+def print_table(verdict: dict | Verdict, out=None) -> None:
     out = out or sys.stdout  # looked up per call: a default bound at import misses redirections
-    status = "ACCEPTED" if v["accepted"] else f"REJECTED at {v['stage']}"
-    print(f"{v['task']}: {status}  ({v['device']}, {v['wall_s']:.1f} s)", file=out)
-    if v["shapes"]:  # a candidate stopped before any shape ran has no table to show
+    v = verdict if isinstance(verdict, Verdict) else Verdict.from_json(verdict)
+    status = "ACCEPTED" if v.accepted else f"REJECTED at {v.stage or '?'}"
+    print(f"{v.task}: {status}  ({v.device}, {v.wall_s:.1f} s)", file=out)
+    if v.shapes:  # a candidate stopped before any shape ran has no table to show
 
         rows = [("shape", "ok", CAND_US, BEST_US, "speedup", "±%", "roofline%", "graph µs")]
-        for s in v["shapes"]:
-            rows.append((s["name"], "yes" if s["correct"] else "NO", _fmt(s["candidate_us"], ".1f"),
-                         _fmt(s["incumbent_us"], ".1f"), _fmt(s["speedup"], ".3f"), _fmt(s["noise_pct"], ".1f"),
-                         _fmt(s["roofline_pct"], ".0f"), _fmt(s["candidate_graph_us"], ".1f")))
+        for s in v.shapes:
+            rows.append((s.name, "yes" if s.correct else "NO", _fmt(s.candidate_us, ".1f"),
+                         _fmt(s.incumbent_us, ".1f"), _fmt(s.speedup, ".3f"), _fmt(s.noise_pct, ".1f"),
+                         _fmt(s.roofline_pct, ".0f"), _fmt(s.candidate_graph_us, ".1f")))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for r in rows:
             print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))),
                   file=out)
-        if v["geomean_speedup"] is not None:
-            print(f"  geomean speedup {v['geomean_speedup']:.3f}x (noise band ±{v['noise_band_pct']:.1f}%)", file=out)
-        elif not v["timing_available"]:
+        if v.geomean_speedup is not None:
+            print(f"  geomean speedup {v.geomean_speedup:.3f}x (noise band ±{_fmt(v.noise_band_pct, '.1f')}%)",
+                  file=out)
+        elif not v.timing_available:
             print("  timing unavailable (no GPU): correctness and guards only", file=out)
     for line in _reason_lines(v):
         print(line, file=out)
-    located = any(viol.get("line") for viol in v.get("violations") or [])
-    for n in v.get("notes", []):
+    located = any(viol.get("line") for viol in v.violations or [])
+    for n in v.notes:
         if located and n.startswith("static warning: "):  # listed with the violations, file:line:col
             continue
         print(f"  note: {n}", file=out)
-    rec = v["recommendation"]
-    if v["reasons"]:  # the reasons are listed just above; don't print the first one a second time
-        print(f"  recommendation: {rec['action']}", file=out)
+    rec = v.recommendation or Recommendation()
+    if v.reasons:  # the reasons are listed just above; don't print the first one a second time
+        print(f"  recommendation: {rec.action}", file=out)
     else:
-        print(f"  recommendation: {rec['action']} — {rec['reason']}", file=out)
+        print(f"  recommendation: {rec.action} — {rec.reason}", file=out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -210,11 +213,10 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
+    typed = Verdict.from_json(v)
     if args.json:
-        from harness.evaluate.records import Verdict
-
         # Through the typed record, which writes the object back key for key: the JSON is unchanged.
-        print(json.dumps(Verdict.from_json(v).to_json(), indent=1))
+        print(json.dumps(typed.to_json(), indent=1))
     else:
-        print_table(v)
-    return 0 if v["accepted"] else 1
+        print_table(typed)
+    return 0 if typed.accepted else 1

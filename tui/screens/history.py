@@ -23,6 +23,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Markdown, Static
 
 from harness import events as ev
+from harness.evaluate.records import Verdict
 from harness.report import Step, collect
 from harness.roofline import Roof
 from tui.state import CandidateView, RunState
@@ -41,26 +42,27 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def verdict_word(v: dict) -> str:
+def verdict_word(v: Verdict | None) -> str:
     """accepted | rejected at STAGE: RULE | not evaluated."""
-    if not v:
+    if v is None:
         return "not evaluated"
-    if v.get("accepted"):
+    if v.accepted:
         return "accepted"
-    rules = [r.get("rule") for r in v.get("violations", []) + v.get("reasons", []) if r.get("rule")]
-    return f"rejected at {v.get('stage', '?')}" + (f": {str(rules[0]).removeprefix('static:')}" if rules else "")
+    rules = [r.get("rule") for r in list(v.violations) + list(v.reasons) if r.get("rule")]
+    return f"rejected at {v.stage or '?'}" + (f": {str(rules[0]).removeprefix('static:')}" if rules else "")
 
 
-def per_shape(v: dict) -> str:
-    sp = [s.get("speedup") for s in v.get("shapes", [])]
+def per_shape(v: Verdict | None) -> str:
+    shapes = v.shapes if v is not None else []
+    sp = [s.speedup for s in shapes]
     if not any(isinstance(x, (int, float)) for x in sp):
-        return "no timing" if v.get("shapes") else "-"
+        return "no timing" if shapes else "-"
     return " ".join(f"{x:.2f}" if isinstance(x, (int, float)) else "-" for x in sp)
 
 
 def history_row(step: Step, current: int | None = None) -> tuple[str, ...]:
     """One candidate as the list shows it."""
-    g = step.verdict.get("geomean_speedup")
+    g = step.verdict.geomean_speedup if step.verdict is not None else None
     if step.action:
         decision = step.action + (" (override)" if step.override else "")
     elif step.buckets:
@@ -77,18 +79,20 @@ def history_row(step: Step, current: int | None = None) -> tuple[str, ...]:
 def step_state(step: Step, steps: list[Step]) -> RunState:
     """A RunState holding only this step's verdict and decision, and the session's keeps up to it:
     what the bench pane's renderers need to show it exactly as they showed it live."""
-    st = RunState(iteration=step.iteration, verdict=step.verdict or None, verdict_iteration=step.iteration)
-    st.verdicts = {step.iteration: step.verdict} if step.verdict else {}
+    # The bench's renderers read the verdict as the loop's events carried it: the journal's object,
+    # which the typed record writes back key for key.
+    raw = (step.verdict.to_json() if step.verdict is not None else None) or None
+    st = RunState(iteration=step.iteration, verdict=raw, verdict_iteration=step.iteration)
+    st.verdicts = {step.iteration: raw} if raw is not None else {}
     st.incumbents = {step.iteration: step.incumbent}
     st.keeps = [ev.Decision(s.iteration, "keep", s.by, s.override, s.reason, s.commit)
                 for s in steps if s.action == "keep" and s.iteration < step.iteration]
     if step.action:
         st.last_decision = ev.Decision(step.iteration, step.action, step.by, step.override, step.reason, step.commit)
     else:
-        rec = step.verdict.get("recommendation") or {}
-        if rec:
-            st.recommendation = ev.Recommendation(step.iteration, rec.get("action", "revert"),
-                                                  rec.get("reason", ""), bool(rec.get("can_keep")))
+        rec = step.verdict.recommendation if step.verdict is not None else None
+        if rec is not None:
+            st.recommendation = ev.Recommendation(step.iteration, rec.action, rec.reason, bool(rec.can_keep))
     return st
 
 
@@ -104,7 +108,7 @@ def candidate_view(session: "Session", step: Step) -> CandidateView:
 
     new, old = source(step.commit), source(step.incumbent)
     return CandidateView(step.iteration, step.commit, step.description, old, new, step.agent, step.model,
-                         list(step.verdict.get("violations", [])), step.incumbent)
+                         list(step.verdict.violations if step.verdict is not None else []), step.incumbent)
 
 
 def transcripts(session: "Session", iteration: int) -> list[Path]:

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
+from harness.evaluate.records import Recommendation, ShapeResult, Verdict, as_shape, as_verdict
 from harness.evaluate.verdict import cannot_keep_reason
 from harness.packs import discover
 from harness.roofline import Roof, hbm_roof
@@ -29,34 +30,36 @@ def _is_num(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def within_noise(s: dict) -> bool:
+def within_noise(s: ShapeResult | dict) -> bool:
     """The shape's speedup is inside its noise band (the paired bootstrap's 99% interval)."""
-    sp, band = s.get("speedup"), s.get("noise_pct")
+    s = as_shape(s)
+    sp, band = s.speedup, s.noise_pct
     return _is_num(sp) and _is_num(band) and abs(sp - 1.0) * 100 <= band
 
 
-def roof_pct(s: dict, roof: Roof | None) -> float | None:
+def roof_pct(s: ShapeResult | dict, roof: Roof | None) -> float | None:
     """% of the hardware pack's roofline for the candidate's time when a pack gives one, else the
     evaluator's (against the copy bandwidth it measured)."""
-    if roof is not None and s.get("name") in roof.floors_us:
-        return roof.pct(str(s.get("name")), s.get("candidate_us"))
-    v = s.get("roofline_pct")
+    s = as_shape(s)
+    if roof is not None and s.name in roof.floors_us:
+        return roof.pct(str(s.name), s.candidate_us)
+    v = s.roofline_pct
     return float(v) if _is_num(v) else None
 
 
-def shape_rows(verdict: dict, roof: Roof | None = None) -> list[tuple[str, ...]]:
+def shape_rows(verdict: Verdict | dict | None, roof: Roof | None = None) -> list[tuple[str, ...]]:
     rows = []
-    for s in verdict.get("shapes", []):
-        ok = s.get("correct")
-        sp = s.get("speedup")
+    for s in as_verdict(verdict).shapes:
+        ok = s.correct
+        sp = s.speedup
         speed = (NOISE_MARK if within_noise(s) else "") + _num(sp, ".3f") + ("x" if _is_num(sp) else "")
         if ok is False:
             speed = "wrong"
-        band = s.get("noise_pct")
+        band = s.noise_pct
         pct = roof_pct(s, roof)
-        rows.append((str(s.get("name", "?")), speed,
+        rows.append((str(s.name or "?"), speed,
                      f"±{band:.1f}%" if _is_num(band) else "-", f"{pct:.0f}%" if pct is not None else "-",
-                     _num(s.get("incumbent_us"), ".1f"), _num(s.get("candidate_us"), ".1f")))
+                     _num(s.incumbent_us, ".1f"), _num(s.candidate_us, ".1f")))
     return rows
 
 
@@ -79,9 +82,10 @@ def lineage_text(state: RunState, iteration: int) -> Text:
     return t
 
 
-def legend_text(verdict: dict, roof: Roof | None) -> Text:
+def legend_text(verdict: Verdict | dict | None, roof: Roof | None) -> Text:
     """What the columns mean, under the table: the band is the noise, the roof is against what."""
-    if not verdict.get("timing_available") or not verdict.get("shapes"):
+    v = as_verdict(verdict)
+    if not v.timing_available or not v.shapes:
         return Text("")
     against = roof.label if roof is not None else "the measured copy bandwidth"
     t = Text(f"± noise band (99%): {NOISE_MARK} inside it, no win · roof: % of {against}", style="dim")
@@ -103,22 +107,22 @@ def is_previous(state: RunState) -> bool:
 
 def verdict_head(state: RunState) -> Text:
     """One line above the table: whose verdict it is, and whether a newer candidate is on its way."""
-    v = state.verdict
-    if v is None:
+    if state.verdict is None:
         if state.phase == "evaluating" and state.call_timeout_s:
             return Text(f"evaluating #{state.iteration}: a call may take up to {state.call_timeout_s:g} s",
                         style="italic")
         return Text("no verdict yet", style="dim")
+    v = as_verdict(state.verdict)
     previous = is_previous(state)
     t = Text()
     if previous:
         t.append("previous: ", style="bold yellow")
     t.append(f"#{state.verdict_iteration} ", style="bold")
-    if v.get("accepted"):
+    if v.accepted:
         t.append("accepted", style="bold green")
     else:
-        t.append(f"rejected at {v.get('stage', '?')}", style="bold red")
-    g = v.get("geomean_speedup")
+        t.append(f"rejected at {v.stage or '?'}", style="bold red")
+    g = v.geomean_speedup
     if isinstance(g, (int, float)):
         t.append(f"  geomean {g:.3f}x", style="bold")
     if previous:
@@ -130,19 +134,20 @@ def verdict_head(state: RunState) -> Text:
     return t
 
 
-def reason_lines(verdict: dict) -> list[str]:
+def reason_lines(verdict: Verdict | dict) -> list[str]:
     """One line per reason: a rule violation as its rule id and line (the diff marks the line and
     the reasoning pane has the whole message), anything else as the first line of its message."""
+    v = as_verdict(verdict)
     out: list[str] = []
     shown: set[str] = set()
-    for viol in verdict.get("violations", []):
+    for viol in v.violations:
         if viol.get("severity", "error") != "error":
             continue
         rule = str(viol.get("rule", "?"))
         shown.add(rule)
         line = viol.get("line")
         out.append(f"{rule}  line {line}" if isinstance(line, int) and line > 0 else f"{rule}  (file)")
-    for r in verdict.get("reasons", []):
+    for r in v.reasons:
         rule = str(r.get("rule", "?"))
         base = rule.removeprefix("static:")
         if base in shown:
@@ -157,11 +162,11 @@ def reason_lines(verdict: dict) -> list[str]:
 def verdict_lines(state: RunState) -> list[Text]:
     """Below the table: timing, one line per reason, then the decision (or the recommendation
     while it is open). Every line stays one line: the reasons are cut, not wrapped."""
-    v = state.verdict
-    if v is None:
+    if state.verdict is None:
         return []
+    v = as_verdict(state.verdict)
     lines: list[Text] = []
-    if not v.get("timing_available", False):
+    if not v.timing_available:
         lines.append(Text("timing unavailable (interpreter)", style="yellow"))
     reasons = reason_lines(v)
     for r in reasons[:MAX_REASONS]:
@@ -178,16 +183,16 @@ def verdict_lines(state: RunState) -> list[Text]:
         lines.append(t)
     elif rec is not None and rec.iteration == state.verdict_iteration:
         t = Text("recommend ", style="bold")
-        buckets = (v.get("recommendation") or {}).get("buckets")  # keep_policy: a keep for some buckets only
+        buckets = (v.recommendation or Recommendation()).buckets  # keep_policy: a keep for some buckets only
         if buckets:
             t.append(f"KEEP FOR {', '.join(buckets)}", style="bold yellow")
         else:
             t.append(rec.action.upper(), style="bold green" if rec.action == "keep" else "bold red")
-        if v.get("accepted"):  # a rejection's reason is the list above (and the decision bar's)
+        if v.accepted:  # a rejection's reason is the list above (and the decision bar's)
             t.append(f": {rec.reason}")
         lines.append(t)
         if not rec.can_keep:
-            lines.append(Text(f"cannot be kept: {cannot_keep_reason(v)}", style="red"))
+            lines.append(Text(f"cannot be kept: {cannot_keep_reason(state.verdict)}", style="red"))
     if is_previous(state):
         for t in lines:
             t.stylize("dim")
@@ -273,7 +278,7 @@ class BenchPane(VerticalScroll):
         table = self.query_one("#shapes", DataTable)
         # Explicit widths: auto-width columns kept stale header widths when rows arrived later.
         self._load_roof(state)
-        rows = shape_rows(state.verdict or {}, state.roof)  # type: ignore[arg-type]
+        rows = shape_rows(state.verdict, state.roof)
         table.clear(columns=True)
         for i, label in enumerate(COLUMNS):
             table.add_column(label, width=max([len(label)] + [len(r[i]) for r in rows]))
@@ -284,7 +289,7 @@ class BenchPane(VerticalScroll):
         lineage = lineage_text(state, state.verdict_iteration) if state.verdict is not None else Text("")
         self.query_one("#lineage", Static).display = bool(lineage)
         self.query_one("#lineage", Static).update(lineage)
-        legend = legend_text(state.verdict or {}, state.roof)  # type: ignore[arg-type]
+        legend = legend_text(state.verdict, state.roof)
         self.query_one("#legend", Static).display = bool(legend)
         self.query_one("#legend", Static).update(legend)
         verdict = self.query_one("#verdict", Static)
