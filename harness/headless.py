@@ -125,7 +125,7 @@ class Printer:
         elif isinstance(e, ev.EvalResult):
             self.remember(e)
             v = Verdict.from_json(e.verdict)
-            status = "accepted" if v.accepted else f"rejected at {v.stage}"
+            status = "accepted" if v.accepted else f"rejected at {v.stage_shown}"
             g = v.geomean_speedup
             self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
                        + _untimed_note(v) + (", not sandboxed" if v.sandbox is False else ""))

@@ -3,7 +3,8 @@
 The journal (harness/journal.py) is a list of records; every reader wants the same few answers from
 it (which iterations started, what each candidate was, its verdict, who decided what, what is left
 undecided). They are folded here, once, and read by the loop's resume, the TUI, the headless run's
-resume and summary, results.tsv, `sessions show/resume` and the report.
+resume and summary, results.tsv, `sessions show/resume`, the report, the per-bucket keeps and routing
+table (harness.dispatch) and the pack selection a resume takes up (Session.journalled_packs).
 
 A decision is read with the proposal and verdict known when it was journalled (`decided`, in journal
 order): results.tsv and the loop's history are that view. `steps` holds the latest of each record
@@ -52,6 +53,8 @@ class SessionHistory:
     keeps: list[dict] = field(default_factory=list)  # Decision records with action "keep", in order
     bucket_keeps: list[dict] = field(default_factory=list)  # BucketKeep records, in order
     session_started: dict = field(default_factory=dict)  # the first SessionStarted record
+    # the last PacksSelected record's ids: the selection a resume takes up; None when none was journalled
+    packs_selected: list[str] | None = None
 
     @classmethod
     def fold(cls, records: Iterable[dict]) -> "SessionHistory":
@@ -67,6 +70,8 @@ class SessionHistory:
                 h.started = max(h.started, int(it or 0))
             elif kind == "BucketKeep":
                 h.bucket_keeps.append(r)
+            elif kind == "PacksSelected" and isinstance(r.get("packs"), list):
+                h.packs_selected = [str(i) for i in r["packs"]]
             if kind not in _PER_STEP:
                 continue
             s = h.steps.setdefault(it, Step(it))

@@ -80,7 +80,7 @@ def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     for s in SessionHistory.fold(records).decided:
         r, p, v = s.decision, s.proposal or {}, Verdict.from_json(s.verdict or {})
         g = v.geomean_speedup
-        verdict = "accepted" if v.accepted else f"rejected:{v.stage or '?'}"
+        verdict = "accepted" if v.accepted else f"rejected:{v.stage_shown}"
         rows.append({
             "iteration": str(s.iteration),
             "commit": (r.get("commit") or p.get("commit", ""))[:12],

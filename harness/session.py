@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.history import SessionHistory
 from harness.journal import Journal, write_results_tsv
 from harness.packs import Selection
 from harness.workspace import Workspace
@@ -112,11 +113,7 @@ class Session:
     def journalled_packs(self) -> list[str] | None:
         """The last PacksSelected in the journal; None when none was journalled (a session from
         before selections were journalled: see legacy_packs)."""
-        last = None
-        for r in self.journal.iter():
-            if r.get("kind") == PACKS_SELECTED and isinstance(r.get("packs"), list):
-                last = [str(i) for i in r["packs"]]
-        return last
+        return SessionHistory.of(self).packs_selected
 
     def legacy_packs(self) -> list[str] | None:
         """The selection a session from before selections were journalled kept in packs.json;

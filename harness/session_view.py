@@ -54,7 +54,7 @@ def _verdict(v: Verdict) -> str:
     if v.accepted:
         return "accepted"
     rules = [str(x.get("rule")) for x in v.reasons or [] if isinstance(x, dict) and x.get("rule")]
-    return f"rejected ({v.stage or '?'}" + (f": {', '.join(dict.fromkeys(rules))})" if rules else ")")
+    return f"rejected ({v.stage_shown}" + (f": {', '.join(dict.fromkeys(rules))})" if rules else ")")
 
 
 def print_show(session, console=None) -> None:

@@ -214,7 +214,7 @@ class RunState:
             v = Verdict.from_json(e.verdict)
             if not v.accepted:
                 for r in v.reasons[:6]:
-                    self.note(e.iteration, f"rejected at {v.stage or '?'}: **{r.get('rule')}**: "
+                    self.note(e.iteration, f"rejected at {v.stage_shown}: **{r.get('rule')}**: "
                                            f"{r.get('message')}", "rule")
             return {"bench", "reasoning", "status"}
         if isinstance(e, ev.Recommendation):

@@ -119,7 +119,7 @@ def _reason_lines(v: Verdict) -> list[str]:
 def print_table(verdict: dict | Verdict, out=None) -> None:
     out = out or sys.stdout  # looked up per call: a default bound at import misses redirections
     v = verdict if isinstance(verdict, Verdict) else Verdict.from_json(verdict)
-    status = "ACCEPTED" if v.accepted else f"REJECTED at {v.stage or '?'}"
+    status = "ACCEPTED" if v.accepted else f"REJECTED at {v.stage_shown}"
     print(f"{v.task}: {status}  ({v.device}, {v.wall_s:.1f} s)", file=out)
     if v.shapes:  # a candidate stopped before any shape ran has no table to show
 

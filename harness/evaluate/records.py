@@ -125,6 +125,11 @@ class Verdict(_Record):
     extra: dict = field(default_factory=dict, repr=False)
     _keys: list | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def stage_shown(self) -> str:
+        """The stage as every reader prints it: "?" for a verdict that names none."""
+        return self.stage or "?"
+
     @classmethod
     def _decode(cls, name: str, value: Any) -> Any:
         if name in ("shapes", "heldout") and isinstance(value, list):

@@ -53,3 +53,22 @@ def test_eval_json_is_the_verdict_object(tmp_path):
     # what a consumer parses and re-dumps is what the command printed
     assert json.dumps(v, indent=1) + "\n" == r.stdout
     assert json.dumps(Verdict.from_json(v).to_json(), indent=1) + "\n" == r.stdout
+
+
+def test_held_out_shapes_and_winners_read_typed_and_write_back_unchanged():
+    v = {"accepted": True, "stage": "done", "timing_available": True,
+         "shapes": [{"name": "a", "dims": {"cols": 64}, "speedup": 1.3, "noise_pct": 2.0, "winner": "candidate"}],
+         "heldout": [{"name": "h", "dims": {"cols": 77}, "why": "odd", "correct": True, "error": None}]}
+    typed = Verdict.from_json(v)
+    assert typed.shapes[0].winner == "candidate"
+    (h,) = typed.heldout
+    assert isinstance(h, ShapeResult) and h.dims == {"cols": 77} and h.correct and h.extra == {"why": "odd"}
+    assert json.dumps(typed.to_json()) == json.dumps(v)
+
+
+def test_a_missing_key_gets_one_default():
+    typed = Verdict.from_json({"accepted": False})
+    assert (typed.stage, typed.stage_shown, typed.timing_available, typed.shapes, typed.recommendation) == (
+        "", "?", False, [], None)
+    assert ShapeResult.from_json({}).winner is None and Verdict.from_json({"stage": "timing"}).stage_shown == "timing"
+    assert typed.to_json() == {"accepted": False}  # defaults are read, never written

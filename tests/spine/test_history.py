@@ -73,3 +73,49 @@ def test_journal_events_round_trip_through_their_typed_records():
         if r.get("kind") in ev.EVENT_TYPES:
             e = ev.Event.from_json(r)
             assert e.to_json() == {k: v for k, v in r.items() if k != "t"}
+
+
+def test_a_verdict_without_a_key_reads_with_the_records_one_default_everywhere():
+    # A verdict with no stage, no timing_available and no recommendation (a journal of another
+    # version, a lost worker): every reader takes Verdict's defaults, so they say the same thing.
+    import io
+
+    from harness.commands.eval import print_table
+    from harness.evaluate.records import Verdict
+    from harness.headless import Printer
+    from harness.report import Step
+    from tui.screens.history import verdict_word
+    from tui.state import RunState
+    from tui.widgets.bench import verdict_head, verdict_lines
+
+    v = {"accepted": False, "reasons": [{"rule": "crashed", "message": "the child died"}]}
+    recs = [{"kind": "IterationStarted", "iteration": 1},
+            {"kind": "CandidateProposed", "iteration": 1, "commit": "c" * 40, "description": "d"},
+            {"kind": "EvalResult", "iteration": 1, "verdict": v},
+            {"kind": "Decision", "iteration": 1, "action": "revert", "by": "auto", "commit": "c" * 40}]
+    assert results_rows(recs)[0]["verdict"] == "rejected:?"
+    assert results_rows(recs)[0]["outcome"] == "crashed"
+    assert candidate_rows(recs)[0]["verdict"] == "rejected (?: crashed)"
+    assert verdict_word(Verdict.from_json(v)) == "rejected at ?: crashed"
+    assert Step(1, verdict=Verdict.from_json(v)).outcome == "crashed"
+
+    out = io.StringIO()
+    Printer(out, show_reasoning=False)(ev.EvalResult(1, v))
+    assert "[1] verdict: rejected at ?, not timed" in out.getvalue()
+    buf = io.StringIO()
+    print_table(v, buf)
+    assert buf.getvalue().startswith(": REJECTED at ?  (, 0.0 s)") and "recommendation: revert\n" in buf.getvalue()
+
+    state = RunState()
+    state.apply(ev.EvalResult(1, v))
+    assert "rejected at ?: **crashed**" in state.turns[-1].blocks[-1].text
+    assert "rejected at ?" in verdict_head(state).plain and not state.timed
+    assert "timing unavailable (interpreter)" in [t.plain for t in verdict_lines(state)]
+
+
+def test_the_pack_selection_a_resume_takes_up_is_the_last_journalled():
+    assert SessionHistory.fold(records("cpu_run.jsonl")).packs_selected == [
+        "reward-hacks", "cuda-graphs", "long-context", "dsl-triton", "h200"]
+    assert SessionHistory.fold(records("loop_keeps.jsonl")).packs_selected is None  # none journalled
+    recs = [{"kind": "PacksSelected", "packs": ["a"]}, {"kind": "PacksSelected", "packs": ["b", "c"]}]
+    assert SessionHistory.fold(recs).packs_selected == ["b", "c"]

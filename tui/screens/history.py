@@ -49,7 +49,7 @@ def verdict_word(v: Verdict | None) -> str:
     if v.accepted:
         return "accepted"
     rules = [r.get("rule") for r in list(v.violations) + list(v.reasons) if r.get("rule")]
-    return f"rejected at {v.stage or '?'}" + (f": {str(rules[0]).removeprefix('static:')}" if rules else "")
+    return f"rejected at {v.stage_shown}" + (f": {str(rules[0]).removeprefix('static:')}" if rules else "")
 
 
 def per_shape(v: Verdict | None) -> str:

@@ -121,7 +121,7 @@ def verdict_head(state: RunState) -> Text:
     if v.accepted:
         t.append("accepted", style="bold green")
     else:
-        t.append(f"rejected at {v.stage or '?'}", style="bold red")
+        t.append(f"rejected at {v.stage_shown}", style="bold red")
     g = v.geomean_speedup
     if isinstance(g, (int, float)):
         t.append(f"  geomean {g:.3f}x", style="bold")
