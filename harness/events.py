@@ -194,3 +194,54 @@ def from_dict(d: dict[str, Any]) -> Event:
     d = dict(d)
     cls = EVENT_TYPES[d.pop("kind")]
     return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+# -- journal records that are not loop events ----------------------------------------------------
+# The journal also holds what a resume needs beside the events (the pack selection, the packs in each
+# prompt, a proposal's meta, the decision mode). They are no events: nothing renders them, and
+# SessionHistory.events() leaves them out. Their `kind` comes first, as these lines always had it.
+
+@dataclass(frozen=True)
+class JournalRecord:
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": type(self).__name__, **asdict(self)}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "JournalRecord":
+        """The record a journal line holds (fields it doesn't know dropped). KeyError for a kind that
+        is no JournalRecord; TypeError when a field it needs is missing."""
+        cls = RECORD_TYPES[d["kind"]]
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class PacksSelected(JournalRecord):
+    """The session's pack selection (on start, and each time a person picks): what a resume takes up."""
+
+    packs: list[str]
+
+
+@dataclass(frozen=True)
+class PromptPacks(JournalRecord):
+    """The packs in one iteration's prompt, with versions and hashes: the report's provenance."""
+
+    iteration: int
+    packs: list[dict]  # [{id, version, sha256, origin, path, cut_files}]
+
+
+@dataclass(frozen=True)
+class ProposalMeta(JournalRecord):
+    """What the agent attached to its proposal (the tuner's configuration): it survives a resume."""
+
+    iteration: int
+    meta: dict
+
+
+@dataclass(frozen=True)
+class DecisionMode(JournalRecord):
+    """A person switched between deciding each candidate and following the recommendation (TUI `a`)."""
+
+    mode: str  # manual | auto
+
+
+RECORD_TYPES = {cls.__name__: cls for cls in JournalRecord.__subclasses__()}

@@ -380,7 +380,7 @@ class Loop:
         if changed:  # say it when the knowledge in the prompt changes
             self.emit(ev.AgentNotice(ctx.iteration, "info", "prompt packs: " + ", ".join(
                 f"{p['id']}@{p['version']}#{p['sha256'][:8]}" for p in packs)), journal=False)
-        self.session.record({"kind": "PromptPacks", "iteration": ctx.iteration, "packs": packs})
+        self.session.record(ev.PromptPacks(ctx.iteration, packs).to_json())
 
     def _claim(self, slot: InFlight, proposal: Proposal, incumbent: str, incumbent_source: str) -> int | None:
         """Take this proposal for the slot; or mark it a duplicate of code already measured (slot.twin);
@@ -440,7 +440,7 @@ class Loop:
                                        unified_diff(slot.incumbent_source, slot.source), slot.source,
                                        agent.name, agent.model, slot.incumbent_commit))
         # meta (e.g. the tuner's config) must survive a resume: journal it beside the proposal.
-        self.session.record({"kind": "ProposalMeta", "iteration": it, "meta": slot.meta})
+        self.session.record(ev.ProposalMeta(it, slot.meta).to_json())
         self._submit(slot)
 
     def _submit(self, slot: InFlight) -> None:

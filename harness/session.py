@@ -18,13 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.events import PacksSelected
 from harness.history import SessionHistory
 from harness.journal import Journal, write_results_tsv
 from harness.packs import Selection
 from harness.workspace import Workspace
-
-
-PACKS_SELECTED = "PacksSelected"
 
 
 def sessions_root(base: Path | None = None) -> Path:
@@ -106,7 +104,7 @@ class Session:
     def set_packs(self, ids: list[str]) -> None:
         """A new pack selection (the TUI's picker, flags on start): journalled as PacksSelected,
         the record a resume reads, and mirrored in session.json for the running loop."""
-        self.record({"kind": PACKS_SELECTED, "packs": list(ids)})
+        self.record(PacksSelected(list(ids)).to_json())
         self.meta.packs = list(ids)
         self.save_meta()
 

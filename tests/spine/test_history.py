@@ -75,6 +75,22 @@ def test_journal_events_round_trip_through_their_typed_records():
             assert e.to_json() == {k: v for k, v in r.items() if k != "t"}
 
 
+def test_every_record_of_an_old_journal_is_a_typed_record_written_back_as_it_was():
+    seen = set()
+    for name in ("cpu_run.jsonl", "loop_keeps.jsonl"):
+        for r in records(name):
+            kind, line = r["kind"], {k: v for k, v in r.items() if k != "t"}
+            seen.add(kind)
+            if kind in ev.RECORD_TYPES:  # not events: written kind first, as they always were
+                rec = ev.JournalRecord.from_json(r)
+                assert json.dumps(rec.to_json()) == json.dumps(line)
+            else:
+                assert ev.Event.from_json(r).to_json() == line
+    assert {"PacksSelected", "PromptPacks", "ProposalMeta", "SessionStarted", "EvalResult", "Decision",
+            "BucketKeep"} <= seen
+    assert ev.DecisionMode("auto").to_json() == {"kind": "DecisionMode", "mode": "auto"}
+
+
 def test_a_verdict_without_a_key_reads_with_the_records_one_default_everywhere():
     # A verdict with no stage, no timing_available and no recommendation (a journal of another
     # version, a lost worker): every reader takes Verdict's defaults, so they say the same thing.

@@ -312,7 +312,7 @@ class RunScreen(Screen[None]):
         app = self.wapp
         app.decider.auto = not app.decider.auto
         app.state.mode = "auto" if app.decider.auto else "manual"
-        app.session.record({"kind": "DecisionMode", "mode": app.state.mode})
+        app.session.record(ev.DecisionMode(app.state.mode).to_json())
         msg = f"decisions: {app.state.mode}"
         if app.decider.auto and app.decider.pending is not None and not app.decision_sent:
             msg += " from the next candidate; decide this one with k or r"
