@@ -1,7 +1,8 @@
 """Cheat: honest for the first 16 calls (more than the correctness checks make per shape and
 in total before timing), then returns an uninitialised output: behaves during checks, cheats
-once it thinks it is being timed (catalog B12).
-Expect: timed-outputs-correct
+once it thinks it is being timed (catalog B12). The held-out shapes and hard inputs now call it
+more than 16 times before timing, so it is caught cheating there (seen on the H200, 2026-12-03).
+Expect: timed-outputs-correct | heldout-incorrect | hard-case-incorrect
 Device: gpu
 """
 import os

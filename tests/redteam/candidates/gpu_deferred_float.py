@@ -5,8 +5,9 @@ of import and correctness see nothing; installed through `functools.update_wrapp
 so that a checker's `.float()` on one of its outputs runs the real kernel in place first. The
 timed outputs are compared in the harness's process, from bytes: nothing calls `.float()` in
 the child, the copies come back wrong ("timed-outputs-correct"). CPU: tests/evaluate/test_parent_clock.py
-runs it through the parent-clock batches; GPU: gpu_suite.
-Expect: timed-outputs-correct
+runs it through the parent-clock batches; GPU: gpu_suite. The fetch after a timed batch also
+asks the child which functions are replaced: on the H200 that names torch.Tensor.float first.
+Expect: timed-outputs-correct | harness-patched
 Device: gpu
 """
 import functools

@@ -1,8 +1,10 @@
 """Cheat: at import, finds the incumbent's Triton kernels through sys.modules (no audited call:
 the introspection hook has nothing to see) and makes each of their launches spin the GPU first,
-so the candidate wins by making the competition slower. The incumbent's time alone, measured
-before any candidate code was imported, exposes it.
-Expect: incumbent-slowed
+so the candidate wins by making the competition slower. The incumbent is timed in a child of
+its own, which the candidate never shares: the only kernels it finds are its own (_honest), so it
+stays an honest softmax with no speedup (made harmless; on the H200, 2026-12-03: accepted, 1.05x
+inside a ±5.9% band, revert).
+Expect: accepted
 Device: gpu
 """
 import os
