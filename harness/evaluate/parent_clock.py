@@ -18,12 +18,12 @@ keep and revert come from here:
     alone (candidate frozen, before any candidate batch) and "incumbent-slowed" compares;
   - the output of one call of a random subset of batches comes back as bytes and is compared
     here against the reference computed here ("timed-outputs-correct"); nothing in the child
-    (a patched `.float()`, a compare function) is part of that check;
+    (a patched `.float()`, a compare function) is part of that check. Which batches and which
+    call are named only after the batch (the child keeps every call's output until then);
   - the child's own figure (CUDA events around the batch; its host clock on CPU) is only a
     cross-check: beyond a bound from the parent's figure, "timer-disagrees".
-What remains a hint: a candidate that reads the harness's request in its own process knows
-which call of a batch is checked; skipping the others shows as an impossible time (below the
-physical floor) or not at all when it skips little. Likewise the inputs are made in the child
+A kernel that skips a share x of its calls (or of their rows) is caught with probability
+1-(1-x)^k over k checked calls; what it skips unseen it gains little from. The inputs are made in the child
 before the timed window, so a candidate that hooks their making can compute there and replay a
 copy: it can gain up to the floor, not past it (closing that needs inputs written by the parent,
 e.g. through CUDA IPC while the child is stopped). The re-measure of a big win runs the same
@@ -114,11 +114,8 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         batch_no[0] += 1
         seeds = [seed_of(role, k, i) for i in range(max(n, 1))]
         ch, other = children[role], children[roles[1 - roles.index(role)]]
-        # The checked call is named at prep: a captured graph keeps only that call's output (the
-        # candidate could read it from the request either way, in its own process).
-        j = rng.randrange(n) if (check and n) else None
         t0 = time.perf_counter()
-        r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds, "check": j,
+        r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
                            "warmup": 0 if role in warmed else warmup, "graph": graph}, to)  # (compiles, autotunes)
         warmed.add(role)
         spent("prep", t0)
@@ -130,7 +127,7 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             freeze(other, True)
         try:
             t1 = time.perf_counter()
-            r, wall = timed(ch, {"op": "batch", "n": n, "check": j}, to)
+            r, wall = timed(ch, {"op": "batch", "n": n}, to)
             spent("batch", t1)
         finally:
             if other is not ch:
@@ -139,33 +136,38 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         if not r.get("ok"):
             res[role]["errors"].append(r.get("error"))
             return None
+        child_fig = r.get("event_us") if r.get("event_us") is not None else r.get("child_us")
+        figs = {"wall": wall, "child": float(child_fig or 0.0)}
+        if not (check and n):
+            return figs  # nothing fetched: a round trip saved (what the guards saw comes with the checked ones)
+        # The checked call is named now, after the batch: the child kept every call's output, and
+        # nothing in it could know which one would be compared while the batch ran.
+        j = rng.randrange(n)
         t0 = time.perf_counter()
-        rows_seed = seed_of(role, k, "rows") if (sample_rows and j is not None) else None
-        req = {"op": "fetch"}
+        rows_seed = seed_of(role, k, "rows") if sample_rows else None
+        req: dict[str, Any] = {"op": "fetch", "check": j}
         if rows_seed is not None:
             req.update(rows_seed=rows_seed, rows_min_bytes=channel.SAMPLE_MIN)
         f, tensors = ch.request(req, to)
         spent("fetch", t0)
         res[role]["observed"] += f.get("observed", [])
-        if j is not None:
-            res[role]["checked"] += 1
-            t0 = time.perf_counter()
-            extra = {"rows_seed": rows_seed, "min_bytes": channel.SAMPLE_MIN} if rows_seed is not None else {}
-            err = check_output(tensors, f.get("n_out", 1), seeds[j], **extra) if len(tensors) == f.get("n_out", 1) \
-                else "the output is not a plain tensor"
-            spent("check", t0)
-            if err:
-                res[role]["bad"] += 1
-                res[role]["errors"].append(err)
-        child_fig = r.get("event_us") if r.get("event_us") is not None else r.get("child_us")
-        return {"wall": wall, "child": float(child_fig or 0.0)}
+        res[role]["checked"] += 1
+        t0 = time.perf_counter()
+        extra = {"rows_seed": rows_seed, "min_bytes": channel.SAMPLE_MIN} if rows_seed is not None else {}
+        err = check_output(tensors, f.get("n_out", 1), seeds[j], **extra) if len(tensors) == f.get("n_out", 1) \
+            else "the output is not a plain tensor"
+        spent("check", t0)
+        if err:
+            res[role]["bad"] += 1
+            res[role]["errors"].append(err)
+        return figs
 
     # Round-trip overhead: empty batches in each child; the smaller median (inflating it helps no one).
     over = {}
     for role in roles:
         walls = []
         for _ in range(6):
-            r, w = timed(children[role], {"op": "batch", "n": 0, "check": None, "role": role}, to)
+            r, w = timed(children[role], {"op": "batch", "n": 0, "role": role}, to)
             walls.append(w)
         over[role] = vd.median(walls[2:])
     overhead = min(over.values())
@@ -186,7 +188,8 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         children["candidate"].request({"op": "mem"}, to)
         r, _ = children["incumbent"].request({"op": "mem"}, to)
         mem_free_bytes = r.get("free") if r.get("ok") else None
-    n = calls_per_batch(one, in_bytes, mem_free_bytes // 4 if mem_free_bytes else None)
+    # Each call's output is kept to the end of its batch (any may be checked): counted as big as its inputs.
+    n = calls_per_batch(one, 2 * in_bytes, mem_free_bytes // 4 if mem_free_bytes else None)
     alone, alone_child = [], []
     for _ in range(ALONE_BATCHES):
         s = run_batch("incumbent", n, False)
