@@ -34,7 +34,7 @@
 #              small config sweep (BUDGET_S=300: about 4 min)
 #   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
 #              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
-#   throughput issue 18, <= 4 min ($THROUGHPUT_EVAL=0 skips the single eval and the channel): one `eval` of the softmax baseline (its children pre-warmed while the parent loads),
+#   throughput issue 18, <= 4 min ($THROUGHPUT_EVAL=0 skips the single eval and the channel; $THROUGHPUT_PROF=1 profiles it): one `eval` of the softmax baseline (its children pre-warmed while the parent loads),
 #              the result channel's speed, then bench/throughput.py on the local backend: $THROUGHPUT_N candidates
 #              (tuner variants + 1 broken), every shape and check, 40 samples; candidates a minute, p50 time to
 #              verdict and its phases, in a short table last ($THROUGHPUT_TIMEOUT, default 235 s)
@@ -228,8 +228,11 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       t0=$(date +%s%N)
       # THROUGHPUT_EVAL=0: only the batch (no single eval, no channel speed), for a short call
       if [ "${THROUGHPUT_EVAL:-1}" != 0 ]; then
-      (cd "$WS" && timeout 90 $H eval softmax "$REPO/kernels/softmax/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
-      echo "eval rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the whole command)"; tail -3 "$OUT/tp_eval.err"
+      # THROUGHPUT_PROF=1: the single eval under cProfile (the parent's hot spots; its wall time then carries cProfile's cost)
+      prof=""; [ "${THROUGHPUT_PROF:-0}" = 1 ] && prof="-m cProfile -o $OUT/tp_eval.prof"
+      (cd "$WS" && timeout 90 python3 $prof -m harness eval softmax "$REPO/kernels/softmax/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
+      echo "eval rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the whole command${prof:+, under cProfile})"; tail -3 "$OUT/tp_eval.err"
+      [ -n "$prof" ] && python3 -c "import pstats; pstats.Stats('$OUT/tp_eval.prof').sort_stats('tottime').print_stats(14)" 2>&1 | grep -E '^ +[0-9]' | head -14
       python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start')); print('timing parts_s', v.get('timing_parts_s')); print('calls/batch', [(s['name'], s.get('calls_per_batch'), s.get('candidate_us'), s.get('noise_pct')) for s in v['shapes']])"
       timeout 40 python3 "$REPO/bench/channel_speed.py" --mb 256 --frames 4
       fi
