@@ -12,6 +12,7 @@ parent's clock (parent_clock.py) and the parent's comparison of the bytes it rec
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -289,7 +290,7 @@ class Child:
         try:
             role, dims, seeds = req["role"], req["dims"], [int(x) for x in req["seeds"]]
             fn = self.entries[role]
-            key = (role, tuple(sorted(dims.items())), len(seeds))
+            key = (role, json.dumps(dims, sort_keys=True, default=str), len(seeds))  # (dims may hold lists)
             use_graph = bool(req.get("graph") and self.on_gpu)
             if use_graph and self.batch_graph is not None and self.graph_key == key and \
                     self._refill(self.batch_graph[1]["bufs"], dims, seeds):
