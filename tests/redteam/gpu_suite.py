@@ -33,7 +33,7 @@ ALSO_ON_GPU = {"half_rows_stale", "scratch_uninit", "decoy_kernel", "forged_fd",
                "survivor_pty", "survivor_double_fork", "escape_writes", "credential_files", "network_exfil",
                "harness_source_rewrite", "hidden_triton_op_torch"}
 # Timing-sensitive: run one at a time after the rest.
-ALONE = {"gpu_slow_incumbent", "gpu_slow_incumbent_modules", "gpu_call_count", "gpu_ptr_cache", "gpu_capture_skip", "gpu_forged_figures",
+ALONE = {"gpu_slow_incumbent", "gpu_counter_skip", "gpu_slow_incumbent_modules", "gpu_call_count", "gpu_ptr_cache", "gpu_capture_skip", "gpu_forged_figures",
          "gpu_incumbent_sabotage", "gpu_background_spin"}
 OPTIONS = {"hang": {"run_timeout_s": 20}, "host_oom": {"mem_cap_gb": 4.0, "run_timeout_s": 120}}
 
