@@ -10,7 +10,8 @@ across the CTAs of a thread-block cluster through distributed shared memory.
 
 Why clusters for long rows: one 1024-thread CTA per 128k row held one CTA per SM, with its read and
 write phases never overlapping and 512 rows over 132 SMs in ~4 waves. Split over a cluster of 2-8
-CTAs, each holds a 16-64 KB slice, several CTAs share an SM (one reads while another writes) and the
+CTAs (8 for 128k, as QuACK's CuTe DSL RMSNorm splits bf16 rows), each holds a slice of at most 32 KB
+(64 KB for 256k rows) in registers, several CTAs share an SM (one reads while another writes) and the
 waves are finer; the only cross-CTA traffic is one float per CTA.
 
 Compiled once per launch plan (row width, vector width, threads, rows per CTA, cluster size); the row
@@ -26,7 +27,7 @@ from cutlass.cute.runtime import make_ptr
 EPS = 1e-6
 WARP = 32
 SMEM_CACHE_BYTES = 224 * 1024  # of the 227 KB a CTA may have on Hopper (the reduction needs < 200 bytes)
-SLICE_ELEMS = 32768            # long rows: a cluster CTA's slice at most this many elements (64 KB)
+SLICE_ELEMS = 16384            # long rows: a cluster CTA's slice at most this many elements (32 KB; QuACK's split)
 MAX_CLUSTER = 8                # the portable cluster size on Hopper
 
 
@@ -34,7 +35,7 @@ class _RmsNorm:
     """Launch plan for one row width: chosen on the host, baked into the compiled kernel."""
 
     def __init__(self, n_cols: int, vec: int, group: int = 0, rows_per_cta: int = 0, cluster: int = 0,
-                 reg_elems: int = 0):
+                 reg_elems: int = 0, w_early: bool = False):
         self.n = n_cols
         self.vec = vec
         self.chunks = n_cols // vec
@@ -46,17 +47,19 @@ class _RmsNorm:
         self.cluster = cluster
         self.cpc = -(-self.chunks // cluster)            # chunks per CTA slice
         # The smallest power-of-two group of threads per row whose share fits 64 elements each
-        # (a cluster CTA: 256 threads at least, so that a slice is a few chunks per thread).
+        # (a cluster CTA: 256 threads at least, so that a slice is a few chunks per thread). A group
+        # under a warp (given) shares its warp with other rows and reduces over its own lanes only.
         if group <= 0:
             group = 256 if cluster > 1 else WARP
             while group < 1024 and -(-self.cpc // group) * vec > 64:
                 group *= 2
         self.group = group
         self.warps = max(1, group // WARP)               # warps per row
+        self.w_early = w_early                           # load the weights with x (registers) or after the sum
         if rows_per_cta <= 0:
             rows_per_cta = 4 if group == WARP else 1     # short rows: 4 rows (one per warp) per CTA
         assert cluster == 1 or rows_per_cta == 1, "a cluster holds one row"
-        assert group % WARP == 0, "a row's threads are whole warps"
+        assert group & (group - 1) == 0 and (group * rows_per_cta) % WARP == 0, "whole warps of power-of-two groups"
         self.rows_per_cta = rows_per_cta
         self.threads = group * rows_per_cta
         self.k_total = -(-self.cpc // group)             # chunks per thread
@@ -70,7 +73,7 @@ class _RmsNorm:
         self.k_hbm = self.k_reg + self.k_smem            # chunks from here on are read twice
 
     def describe(self) -> str:
-        return (f"cluster={self.cluster} threads={self.group}x{self.rows_per_cta} "
+        return (f"cluster={self.cluster} threads={self.group}x{self.rows_per_cta}{' w_early' if self.w_early else ''} "
                 f"reg={self.k_reg * self.vec} smem={self.k_smem * self.vec} reread={(self.k_total - self.k_hbm) * self.vec}")
 
     @cute.kernel
@@ -110,6 +113,7 @@ class _RmsNorm:
                 cute.arch.mbarrier_init_fence()
             cute.arch.cluster_arrive_relaxed()
         held = cute.make_rmem_tensor((self.vec, self.k_reg), mX.element_type)
+        w_held = cute.make_rmem_tensor((self.vec, self.k_reg), mW.element_type)
         acc = cutlass.Float32(0.0)
         # Every load of the row is issued before any is used (unrolled): many 16-byte loads in flight.
         for k in cutlass.range_constexpr(self.k_reg):
@@ -118,6 +122,9 @@ class _RmsNorm:
             if j < self.cpc and c < self.chunks:
                 v = gX[0, None, c].load()
                 held[None, k].store(v)
+                if cutlass.const_expr(self.w_early):
+                    # The weights' latency (L2) hidden behind the row's loads, at the cost of registers.
+                    w_held[None, k].store(gW[None, c].load())
                 vf = v.to(cutlass.Float32)
                 acc += (vf * vf).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
         if cutlass.const_expr(self.k_smem > 0):
@@ -136,7 +143,7 @@ class _RmsNorm:
                 vf = gX[0, None, c].load().to(cutlass.Float32)
                 acc += (vf * vf).reduce(cute.ReductionOp.ADD, cutlass.Float32(0.0), 0)
 
-        acc = cute.arch.warp_reduction_sum(acc)
+        acc = cute.arch.warp_reduction_sum(acc, threads_in_group=min(self.group, WARP))
         if cutlass.const_expr(self.warps > 1):
             partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout((self.warps * self.rows_per_cta,)),
                                            byte_alignment=16)
@@ -165,7 +172,11 @@ class _RmsNorm:
                 j = lane + k * self.group
                 c = base + j
                 if j < self.cpc and c < self.chunks:
-                    w = gW[None, c].load().to(cutlass.Float32)
+                    w = None
+                    if cutlass.const_expr(self.w_early):
+                        w = w_held[None, k].load().to(cutlass.Float32)
+                    else:
+                        w = gW[None, c].load().to(cutlass.Float32)
                     out = held[None, k].load().to(cutlass.Float32) * rstd * w
                     gY[0, None, c].store(out.to(mY.element_type))
             if cutlass.const_expr(self.k_smem > 0):

@@ -224,7 +224,7 @@ def test_every_launch_plan_of_the_baseline_compiles_for_sm90a(tmp_path):
                        text=True, env=env, timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = r.stdout
-    assert "cols=131072  vec=8 host" in out and "cluster=4 threads=512x1" in out
+    assert "cols=131072  vec=8 host" in out and "cluster=8 threads=256x1" in out
     assert "cols=262144  vec=1 host" in out and "cluster=8" in out
     assert "FAIL" not in out and out.strip().endswith("plans compiled")
 
