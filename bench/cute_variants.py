@@ -149,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'shape':20} {'plan [what it does]':92} {'µs':>8} {'% copy':>7}  correct")
         for name, plan, us, pct, ok in rows_out:
             print(f"{name[:20]:20} {plan[:92]:92} {us or 0:8.1f} {pct or 0:7.0f}  {ok}")
+        for name, *_ in SHAPES:  # the fastest correct plan per shape: what the host should pick
+            ok = [r for r in rows_out if r[0] == name and r[4] == "yes" and r[2]]
+            if ok:
+                best = min(ok, key=lambda r: r[2])
+                print(f"best {name}: {best[1]} {best[2]:.1f} µs, {best[3]:.0f}% of copy")
         print(f"({time.monotonic() - t_start:.0f} s)", flush=True)
 
     def cut_short(*_):  # `timeout` in bench/h200.sh: the table so far, not nothing
