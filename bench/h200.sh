@@ -40,8 +40,9 @@
 #              verdict and its phases, in a short table last ($THROUGHPUT_TIMEOUT, default 235 s)
 #   busy       (several GPUs) one GPU's timings alone vs with every other GPU loaded (bench/busy_neighbours.py)
 #   cute       issue 23: installs CuTe DSL from the carried .whl-cute + .whl-cute2 (bench/device_wheels.sh cute:
-#              two calls), then bench/cute.py: the CuTe baseline's % of copy bandwidth per shape, the honest
-#              variant accepted and timed, the cheats rejected with their reasons (< 4 min)
+#              two calls), then bench/cute_variants.py: the baseline's launch plans timed side by side (< 150 s;
+#              CUTE_VARIANTS=0 skips it), then bench/cute.py: the CuTe baseline's % of copy bandwidth per shape,
+#              the honest variant accepted and timed, the cheats rejected with their reasons (< 4 min)
 # Each section gets min(its own limit, what is left of BUDGET_S); one that can't get 30 s is skipped,
 # so a call of the device tool never runs past its limit. Logs go to $OUT (or ./h200-out).
 set -uo pipefail
@@ -215,6 +216,10 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       cute_install > "$OUT/cute_install.txt" 2>&1; rc=$?  # (not in a pipe: it exports PYTHONPATH)
       tail -5 "$OUT/cute_install.txt"
       [ "$rc" = 0 ] || { echo "== skip $s: CuTe DSL not installed"; continue; }
+      # The baseline's launch plans side by side (cluster size, threads, rows per CTA): CUTE_VARIANTS=0 skips.
+      if [ "${CUTE_VARIANTS:-1}" != 0 ] && L=$(limit ${CUTE_VARIANTS_TIMEOUT:-150}); then
+        timeout -k 10 "$L" python3 "$REPO/bench/cute_variants.py" --budget $(( L - 30 )) 2>&1 | tee "$OUT/cute_variants.txt" | tail -48
+      fi
       L=$(limit ${CUTE_TIMEOUT:-270}) || { echo "== skip $s: no time left after the install"; continue; }
       timeout "$L" python3 "$REPO/bench/cute.py" --out "$OUT" --budget $(( L - 10 )) 2>&1 | tee "$OUT/cute.txt" | tail -45 ;;
     dsv4) L=$(limit 300) || { echo "== skip $s"; continue; }

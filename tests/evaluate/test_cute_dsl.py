@@ -212,3 +212,25 @@ def test_a_cute_child_imports_the_dsl_and_a_candidate_inside_the_sandbox():
             assert r["ok"] and r["patched"] == [] and r["observed"] == [], (f.name, r)
     finally:
         child.close()
+
+
+@needs_cute
+def test_every_launch_plan_of_the_baseline_compiles_for_sm90a(tmp_path):
+    """bench/cute_variants.py --dry-run: the plans it times on the H200 and the host's plan for held-out
+    widths (odd, prime, 1 .. 262144; 128k and wider rows go over a cluster of CTAs) all compile."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+               CUTE_DSL_ARCH="sm_90a", CUTE_DSL_CACHE_DIR=str(tmp_path / "cute"), CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "cute_variants.py"), "--dry-run"], capture_output=True,
+                       text=True, env=env, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = r.stdout
+    assert "cols=131072  vec=8 host" in out and "cluster=8 threads=256x1" in out
+    assert "cols=262144  vec=1 host" in out and "cluster=8" in out
+    assert "FAIL" not in out and out.strip().endswith("plans compiled")
+
+
+@without_cute
+def test_the_variants_bench_without_the_package_says_how_to_install_it():
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "cute_variants.py"), "--dry-run"], capture_output=True,
+                       text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 2 and "warpsmith[cute]" in r.stderr and "Traceback" not in r.stderr

@@ -175,3 +175,18 @@ def test_required_runtime_checks_exist():
     for rid in ("cuda-graph-capturable", "long-context", "dsl-kernel-runs", "inputs-unmodified", "output-fresh",
                 "no-side-streams", "no-threads", "poison-consistent", "timed-outputs-correct", "task-files-unchanged"):
         assert rid in RUNTIME_CHECKS
+
+
+def test_cute_cluster_primitives_are_allowed_and_the_cluster_pointer_mapping_is_not(task_for):
+    # A long row split over a thread-block cluster (kernels/rmsnorm_cute): the cluster barrier and
+    # st.async pushes into peers' shared memory are known-good device code; mapping a raw DSMEM
+    # pointer (map_dsmem_ptr) is not needed for that and stays off the list.
+    rule = next(r for r in STATIC if (r.pack, r.id) == ("dsl-cute", "allowed-names"))
+    ok = cute(pre="""
+        cute.arch.cluster_arrive_relaxed()
+        cute.arch.cluster_wait()
+        cute.arch.store_async_dsmem(p, v, m, 1)
+        cute.arch.mbarrier_arrive_and_expect_tx(m, 4)
+        r = cute.arch.block_idx_in_cluster()""")
+    assert not _fired(rule, "cute", ok, task_for)
+    assert _fired(rule, "cute", cute(pre="q = cute.arch.map_dsmem_ptr(p, 1)"), task_for)
