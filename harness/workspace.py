@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 CANDIDATE_FILE = "kernel.py"
@@ -31,12 +32,17 @@ class WorkspaceError(Exception):
 class Workspace:
     def __init__(self, root: Path):
         self.root = Path(root)
+        # One git command at a time: the proposer threads commit candidates while the loop keeps and a
+        # re-measure reads; git's plumbing is atomic per command, but two writers of one ref (or of
+        # the index a later porcelain call might take) fail on its lock file instead of waiting.
+        self._lock = threading.RLock()
 
     # -- git plumbing -------------------------------------------------------------------------
     def git(self, *args: str, input: str | None = None) -> str:
         env = {**os.environ, **_GIT_ENV}
-        r = subprocess.run(["git", "-C", str(self.root), *args], input=input, capture_output=True,
-                           text=True, env=env)
+        with self._lock:
+            r = subprocess.run(["git", "-C", str(self.root), *args], input=input, capture_output=True,
+                               text=True, env=env)
         if r.returncode != 0:
             raise WorkspaceError(f"git {' '.join(args)} failed in {self.root}: {r.stderr.strip()}")
         return r.stdout.strip()
@@ -76,8 +82,9 @@ class Workspace:
         return self.best != self.baseline or bool(self.refs("refs/kept/")) or bool(self.refs("refs/buckets/"))
 
     def source(self, commit: str) -> str:
-        out = subprocess.run(["git", "-C", str(self.root), "show", f"{commit}:{CANDIDATE_FILE}"],
-                             capture_output=True, text=True, env={**os.environ, **_GIT_ENV})
+        with self._lock:
+            out = subprocess.run(["git", "-C", str(self.root), "show", f"{commit}:{CANDIDATE_FILE}"],
+                                 capture_output=True, text=True, env={**os.environ, **_GIT_ENV})
         if out.returncode != 0:
             raise WorkspaceError(f"no {CANDIDATE_FILE} at {commit}: {out.stderr.strip()}")
         return out.stdout
@@ -97,6 +104,10 @@ class Workspace:
 
     def keep(self, commit: str, iteration: int) -> None:
         """Advance best to `commit` (compare-and-swap on the old value) and mark it kept."""
+        with self._lock:  # (no candidate committed on top of the old best between the read and the swap)
+            self._keep(commit, iteration)
+
+    def _keep(self, commit: str, iteration: int) -> None:
         old = self.best
         if old != commit:
             self.git("update-ref", "refs/heads/best", commit, old)

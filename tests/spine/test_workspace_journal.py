@@ -66,3 +66,28 @@ def test_a_new_journal_says_its_schema_and_an_old_one_reads_as_version_0(tmp_pat
     assert [r["iteration"] for r in j.read()] == [1, 2] and j.schema == SCHEMA_VERSION
     old = Journal(Path(__file__).resolve().parents[1] / "fixtures" / "journal_v0" / "cpu_run.jsonl")
     assert old.read()[0]["kind"] == "PacksSelected" and old.schema == 0
+
+
+def test_candidates_committed_and_kept_from_many_threads_all_land(tmp_path):
+    """Proposer threads commit while the loop keeps: every keep's compare-and-swap of best sees the
+    best it read (no 'cannot lock ref' from a neighbour's swap in between), every candidate's ref exists."""
+    import threading
+
+    ws = Workspace.create(tmp_path / "repo", "BLOCK = 1\n")
+    errors = []
+
+    def worker(i: int) -> None:
+        try:
+            c = ws.commit_candidate(f"BLOCK = {i + 2}\n", i + 1, f"try {i}")
+            ws.keep(c, i + 1)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(ws.refs("refs/candidates/")) == 13 and len(ws.refs("refs/kept/")) == 12
+    assert ws.source("refs/heads/best") in {f"BLOCK = {i + 2}\n" for i in range(12)}
