@@ -76,7 +76,7 @@ def _split_rules(spec: str | None, task_rules: list[str]) -> tuple[list[str], li
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.guard import RuleError, check_source, rejected, rules_for_task
+    from harness.guard import RuleError, check_source, rejected, rules_for_task  # tree-sitter and the rules (~40 ms): not at --help's start (commands/__init__.py)
 
     try:
         task = load_task(args.task, check_null=False)
@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(task, args: argparse.Namespace) -> int:
+    # tree-sitter and the rules (~40 ms): not at --help's start (commands/__init__.py)
     from harness.guard import RuleError, rules_for_task
     from harness.guard.rules import describe
 

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_profile(args) -> int:
-    from harness.profile import format_profile, profile_task
+    from harness.profile import format_profile, profile_task  # torch inside, csv (~5 ms): not at --help's start (commands/__init__.py)
 
     try:
         task = load_task(args.task, check_null=False)
@@ -62,6 +62,7 @@ def cmd_profile(args) -> int:
 
 
 def _step_profile(task, args, pack) -> int:
+    # ~20 ms, torch inside: not at --help's start (commands/__init__.py)
     from harness.e2e import E2EError
     from harness.profile import pack_ceilings
     from harness.step_profile import format_step_profile, profile_step
