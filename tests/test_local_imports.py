@@ -1,8 +1,8 @@
 """A function-local import says why it is local (issue 22): start-up time (`warpsmith --help` imports every
 command module; the sandboxed child starts before each evaluation), an optional dependency, or a circle.
-Every import inside a function in harness/ and tui/ has a comment on its line or the line above; a run of
-import statements one after the other shares a comment above one of them with those after it. A bare `# noqa` or `# type: ignore`
-says nothing, so it doesn't count. An import that buys nothing belongs at the top of its module."""
+Every import inside a function in harness/ and tui/ has a comment on its line or the line above; in a run of
+import statements one after the other, a comment above one of them says it for those after it too. A bare
+`# noqa` or `# type: ignore` says nothing, so it doesn't count. An import that buys nothing belongs at the top."""
 from __future__ import annotations
 
 import ast

@@ -76,7 +76,8 @@ def _split_rules(spec: str | None, task_rules: list[str]) -> tuple[list[str], li
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.guard import RuleError, check_source, rejected, rules_for_task  # tree-sitter and the rules (~40 ms): not at --help's start (commands/__init__.py)
+    # tree-sitter and the rules (~40 ms): not at --help's start (commands/__init__.py)
+    from harness.guard import RuleError, check_source, rejected, rules_for_task
 
     try:
         task = load_task(args.task, check_null=False)

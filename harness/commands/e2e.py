@@ -45,7 +45,8 @@ def _interpret_without_gpu() -> None:
 
 def cmd_e2e(args) -> int:
     _interpret_without_gpu()
-    from harness.e2e import E2EError, format_stack, session_kernel, stack  # ~15 ms: not at --help's start (commands/__init__.py)
+    # ~15 ms: not at --help's start (commands/__init__.py)
+    from harness.e2e import E2EError, format_stack, session_kernel, stack
 
     kernels, tasks, lines = {}, [], []
     with tempfile.TemporaryDirectory(prefix="warpsmith-e2e-") as tmp:

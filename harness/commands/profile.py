@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_profile(args) -> int:
-    from harness.profile import format_profile, profile_task  # torch inside, csv (~5 ms): not at --help's start (commands/__init__.py)
+    # torch inside, csv (~5 ms): not at --help's start (commands/__init__.py)
+    from harness.profile import format_profile, profile_task
 
     try:
         task = load_task(args.task, check_null=False)

@@ -89,7 +89,8 @@ def check_pack_ids(cfg) -> str | None:
 def check_pack_selection(task, cfg, session=None) -> str | None:
     """The packs the run would start with all load: a broken pack of a selected id (a user's copy
     shadowing a built-in) stops the run here, TUI or headless, before any session folder exists."""
-    from harness.wiring import resolve_packs  # the loop and its parts (~40 ms): not at --help's start (commands/__init__.py)
+    # the loop and its parts (~40 ms): not at --help's start (commands/__init__.py)
+    from harness.wiring import resolve_packs
 
     try:
         resolve_packs(task, cfg, session)
@@ -115,7 +116,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
-    from harness.wiring import RunConfig, make_agent, start_session  # ~40 ms: not at --help's start (commands/__init__.py)
+    # ~40 ms: not at --help's start (commands/__init__.py)
+    from harness.wiring import RunConfig, make_agent, start_session
 
     problem = from_cli(getattr(args, "no_sandbox", False))
     if problem:

@@ -86,7 +86,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    from harness.wiring import RunConfig  # the loop and its parts (~40 ms): not at --help's start (commands/__init__.py)
+    # the loop and its parts (~40 ms): not at --help's start (commands/__init__.py)
+    from harness.wiring import RunConfig
 
 
     s = _open(args.id)
