@@ -39,7 +39,7 @@ def dsl_problem(task: Any, on_gpu: bool) -> str | None:
 
 
 def local_gpu() -> bool:
-    import torch
+    import torch  # ~1 s: only when asked (`warpsmith run`/`eval` import this module before they need torch)
 
     return bool(torch.cuda.is_available())
 

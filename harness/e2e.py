@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ from types import ModuleType
 from typing import Any, Callable
 
 from harness.dispatch import bucket_keeps, export_session
+from harness.evaluate.process import scrubbed_env
+from harness.evaluate.sandbox import confine
 from harness.tasks import Task, TaskError, load_module, load_task
 
 Timer = Callable[[Callable[[], Any], int], list[float]]  # (step, reps) -> per-rep microseconds
@@ -103,7 +104,7 @@ class CudaGraphTimer:
         self.graphs: dict[Any, Any] = {}
 
     def _graph(self, step: Callable[[], Any]):
-        import torch
+        import torch  # ~1 s: only when a workload runs (this module loads with `warpsmith e2e`, sessions export)
 
         key = step  # bound methods compare by (instance identity, function): one graph per workload
         if key not in self.graphs:
@@ -124,7 +125,7 @@ class CudaGraphTimer:
         return self.graphs[key]
 
     def __call__(self, step: Callable[[], Any], reps: int) -> list[float]:
-        import torch
+        import torch  # ~1 s: only when a workload runs
 
         g = self._graph(step)
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -160,7 +161,7 @@ def noise_band(samples: list[float]) -> float:
 # -- comparing outputs --------------------------------------------------------------------------
 
 def outputs_match(a: Any, b: Any, atol: float, rtol: float) -> str | None:
-    import torch
+    import torch  # ~1 s: only when a workload runs
 
     xs = a if isinstance(a, (tuple, list)) else (a,)
     ys = b if isinstance(b, (tuple, list)) else (b,)
@@ -189,7 +190,7 @@ def _tolerance(task: Task, mod: ModuleType) -> tuple[float, float]:
 
 def _default_device() -> str:
     try:
-        import torch
+        import torch  # ~1 s: only when a workload runs
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     except Exception:
@@ -271,21 +272,9 @@ def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float
     """e2e_check in a child process: candidate code never runs in the harness's own process, and
     the child's environment is scrubbed of credentials as the evaluator's is. Same dict as e2e_check;
     a crash or timeout comes back as a rejection (`e2e-crash`)."""
-    try:
-        from harness.evaluate.runner import scrubbed_env
-    except ImportError:  # evaluator absent (e.g. a minimal GPU box): keep only what Python/CUDA need
-        def scrubbed_env(base=None, on_gpu=False, home=None):
-            keep = ("PATH", "HOME", "LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR", "TMPDIR")
-            env = {k: v for k, v in os.environ.items() if k in keep}
-            env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-            if not on_gpu:
-                env["TRITON_INTERPRET"] = "1"
-            return env
     on_gpu = _default_device().startswith("cuda")
     cmd = [sys.executable, "-m", "harness.e2e", str(task.root), str(Path(candidate).resolve()),
            str(Path(incumbent).resolve()), json.dumps(kernel_speedup)]
-    from harness.evaluate.sandbox import confine  # (the evaluator's, as scrubbed_env: not needed to import this)
-
     cwd = str(Path(__file__).resolve().parent.parent)
     argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, candidate, incumbent], cwd)
     try:

@@ -140,7 +140,7 @@ class Detected:
 
 def detect() -> Detected:
     """GPU 0 as torch sees it. Never raises: a broken driver is "no GPU" for choosing packs."""
-    try:
+    try:  # torch (~1 s) only when a GPU is looked for: `warpsmith --help` loads this module
         import torch
     except Exception as e:  # pragma: no cover - torch is a dependency
         return Detected(None, None, f"torch unavailable ({type(e).__name__})")

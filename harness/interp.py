@@ -25,6 +25,7 @@ def patch_bf16_dot() -> bool:
         return True
     if os.environ.get("TRITON_INTERPRET") != "1":
         return False
+    # numpy and triton (~150 ms) only under the interpreter; the child imports this module on a GPU too
     import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter

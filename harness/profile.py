@@ -113,6 +113,7 @@ def pack_ceilings(pack: Any) -> tuple[Ceilings | None, str]:
 
 
 def measure_ceilings() -> Ceilings:
+    # torch and triton (~1 s) only when something is measured: the TUI loads this module at its start
     import torch
     import triton.testing
 
@@ -146,7 +147,7 @@ def measure_ceilings() -> Ceilings:
 
 def profiler_launches(fn: Callable[[], Any], calls: int = 5) -> dict[str, Any]:
     """Launches per call, GPU-busy time per call and idle gap inside a call, from torch.profiler."""
-    import torch
+    import torch  # ~1 s: only when something is measured (as above)
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -213,7 +214,7 @@ def parse_ncu_csv(text: str) -> dict[str, Any]:
 
 
 def _ncu_child(task_root: str, candidate: str, dims_json: str) -> int:
-    import torch
+    import torch  # ~1 s: only when something is measured (as above)
 
     task = load_task(task_root, check_null=False)
     fn = getattr(load_module(Path(candidate), "warpsmith_ncu_candidate"), task.entry)
@@ -228,7 +229,7 @@ def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | 
                  ceilings: Ceilings | None = None, use_ncu: bool = True, pack: Any = None) -> dict[str, Any]:
     """The profile as a dict (for --json, the bench pane and the prompt). `pack`: a hardware pack
     whose spec-sheet figures give the expectation where nothing can be measured (no GPU)."""
-    import torch
+    import torch  # ~1 s: only when something is measured (as above)
 
     ref = task.load_reference()
     gpu = torch.cuda.is_available()
@@ -239,7 +240,7 @@ def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | 
     wanted = [s for s in task.shapes if not shapes or s.name in shapes]
     out: dict[str, Any] = {"task": task.name, "candidate": str(path), "timing_available": gpu, "shapes": []}
     if gpu:
-        import triton.testing
+        import triton.testing  # (as torch above)
 
         ceilings = ceilings or measure_ceilings()
         out["device"] = torch.cuda.get_device_name(0)
@@ -316,22 +317,18 @@ def prompt_section(p: dict[str, Any]) -> str:
 def run_profile(task: Task, candidate: Path | None = None, timeout_s: float = 600.0) -> dict[str, Any]:
     """profile_task in a child process with the evaluator's scrubbed environment: the incumbent is
     still agent-written code. On failure: {"error": ...} with the child's last stderr line."""
+    # The evaluator package (~35 ms): the profiling child that runs this module (--child) doesn't need it.
+    from harness.evaluate.process import scrubbed_env
+    from harness.evaluate.sandbox import confine
+
     try:
-        from harness.evaluate.runner import scrubbed_env
-    except ImportError:
-        def scrubbed_env(base=None, on_gpu=False, home=None):
-            return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LD_LIBRARY_PATH",
-                                                                 "CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR")}
-    try:
-        import torch
+        import torch  # ~1 s: only when something is measured (as above)
 
         on_gpu = torch.cuda.is_available()
     except Exception:
         on_gpu = False
     path = Path(candidate).resolve() if candidate else task.baseline_path
     cmd = [sys.executable, "-m", "harness.profile", "--child", str(task.root), str(path)]
-    from harness.evaluate.sandbox import confine  # (the evaluator's, as scrubbed_env: not needed to import this)
-
     cwd = str(Path(__file__).resolve().parent.parent)
     argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, path], cwd)
     try:

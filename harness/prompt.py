@@ -184,7 +184,7 @@ def _roofline(task: Any, packs: Sequence[Pack]) -> dict[str, str]:
     """Per shape: bytes moved, flops, intensity and, when a hardware pack gives `specs`
     (mem_tb_s, bf16_dense_tflops), the time floor those imply. Empty when the task defines neither."""
     try:
-        import torch
+        import torch  # ~1 s: only when a prompt is built (the TUI loads this module at its start)
 
         ref = task.load_reference()
     except Exception:

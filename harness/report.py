@@ -110,7 +110,7 @@ def _fig_png(fig) -> bytes:
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # ~130 ms: only when a plot is drawn (the TUI's history view loads this module)
 
     matplotlib.use("Agg")  # no display over SSH; must precede pyplot
     import matplotlib.pyplot as plt
@@ -203,7 +203,7 @@ def plot_outcomes(counts: dict[str, int]) -> bytes:
     for i, v in enumerate(vals):
         ax.text(v, i, f" {v}", va="center", fontsize=8)
     ax.invert_yaxis()
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # (loaded by _pyplot already; at the top it would load matplotlib)
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("candidates")

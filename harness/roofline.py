@@ -48,7 +48,7 @@ def hbm_roof(task: Any, packs: Iterable[Any]) -> Roof | None:
     if pack is None:
         return None
     try:
-        import torch
+        import torch  # ~1 s: only when a floor is computed (the TUI loads this module at its start)
 
         ref = task.load_reference()
     except Exception:

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.e2e import CudaGraphTimer, GraphCaptureError, load_kernel, load_workload_module
 from harness.profile import NCU_METRICS, Ceilings, classify, measure_ceilings, ncu_metrics, profile_task
 from harness.tasks import load_task
 
@@ -164,7 +165,7 @@ def build_rows(costs: dict[str, dict], times: dict[str, dict] | None, step_us: f
 # -- pass 1: bytes and flops per op ---------------------------------------------------------------
 
 def _tensors(x: Any) -> list:
-    import torch
+    import torch  # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
     from torch.utils._pytree import tree_leaves
 
     return [t for t in tree_leaves(x) if isinstance(t, torch.Tensor)]
@@ -197,6 +198,7 @@ class _Costs:
 
 def _flops(func: Any, args: tuple, kwargs: dict, out: Any) -> float:
     """torch's own flop formula for the op (matmuls, convolutions, attention), else 0."""
+    # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
     from torch.utils.flop_counter import flop_registry
 
     fn = flop_registry.get(func._overloadpacket)
@@ -209,6 +211,7 @@ def _flops(func: Any, args: tuple, kwargs: dict, out: Any) -> float:
 
 
 def _dispatch_mode(costs: _Costs):
+    # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Mode(TorchDispatchMode):
@@ -249,7 +252,7 @@ class _Plug:
 
 def wrap_kernels(kernels: dict[str, Callable], plug: _Plug) -> dict[str, Callable]:
     """Each plugged-in kernel inside a named profiler range, doing what `plug` asks on this pass."""
-    import torch
+    import torch  # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
 
     def wrap(task: str, fn: Callable) -> Callable:
         def call(*args, **kwargs):
@@ -304,6 +307,7 @@ def _owned_kernels(evt: Any, task: str | None, out: list) -> None:
 def device_work(events: list) -> list:
     """The GPU's own work among torch.profiler's events: kernels, copies and sets, not the CPU side
     and not the GPU side of range annotations (ours, the profiler's steps)."""
+    # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
     from torch.autograd import DeviceType
 
     return [e for e in events if e.device_type != DeviceType.CPU
@@ -321,6 +325,7 @@ def attribute_kernels(events: list, steps: int, task_kernels: dict[str, set[str]
     enclosing range: `task_kernels` (the names the task's call launched, profiled on its own)
     claims those. What nothing claims (a Triton kernel the workload launches itself) gets a row of
     its own kernel name, so the rows always add up to every kernel the GPU ran."""
+    # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
     from torch.autograd import DeviceType
 
     times: dict[str, dict] = {}
@@ -365,7 +370,7 @@ def attribute_kernels(events: list, steps: int, task_kernels: dict[str, set[str]
 
 def _launched(fn: Callable, args: tuple, kwargs: dict, into: set[str]) -> Any:
     """Call fn alone under a profiler and add the names of the GPU kernels it launched."""
-    import torch
+    import torch  # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -389,7 +394,7 @@ def task_kernel_names(workload: Any, plug: _Plug) -> dict[str, set[str]]:
 
 
 def _events_timer(fn: Callable[[], Any], reps: int) -> float:
-    import torch
+    import torch  # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
 
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -431,10 +436,8 @@ def replay_gaps(intervals: list[tuple[float, float]], steps: int) -> dict[str, f
 
 def measure_times(workload: Any, steps: int = 10, task_kernels: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """Eager and graph-replayed step times (events, no profiler), then a profiled run."""
-    import torch
+    import torch  # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
     from torch.profiler import ProfilerActivity, profile, record_function
-
-    from harness.e2e import CudaGraphTimer, GraphCaptureError
 
     out: dict[str, Any] = {"eager_us": _events_timer(workload.run, steps)}
     graph_timer = CudaGraphTimer()
@@ -512,9 +515,7 @@ def profile_step(task: Any, candidate: Path | None = None, *, device: str | None
 
     On a GPU everything is measured (ceilings too, unless given); elsewhere the rows are ranked by
     their roofline under `pack_ceilings` (a hardware pack's figures), or carry no roofline at all."""
-    import torch
-
-    from harness.e2e import load_kernel, load_workload_module
+    import torch  # torch (~1 s) only when a step is profiled: the TUI loads this module at its start
 
     mod = load_workload_module(task)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -419,7 +419,7 @@ def hard_cases(ref_mod: ModuleType) -> dict[str, str] | None:
 def check_hard_cases(task: Task, ref_mod: ModuleType | None = None) -> None:
     """Refuse a hard case no kernel could pass: its reference output has NaN or Inf on an
     interpreter shape (e.g. a softmax row masked entirely), or building it fails."""
-    import torch
+    import torch  # ~1 s: only when a task is checked or compared; `warpsmith --help` loads this module
 
     ref_mod = ref_mod or task.load_reference()
     for case in hard_cases(ref_mod) or {}:
@@ -443,7 +443,7 @@ def compare(task: Task, ref_mod: ModuleType, out: Any, expected: Any, inputs: tu
     A reference module may define `compare(out, expected, inputs, atol, rtol) -> str | None`
     for outputs where elementwise closeness is the wrong test (e.g. top-k indices).
     """
-    import torch
+    import torch  # ~1 s: not at --help's start (as above)
 
     tol = task.tolerance[dtype]
     custom = getattr(ref_mod, "compare", None)
@@ -475,7 +475,7 @@ def compare(task: Task, ref_mod: ModuleType, out: Any, expected: Any, inputs: tu
 
 def _null_outputs(expected, inputs):
     """Outputs that do no work: each must fail the tolerance, or the task rewards doing nothing."""
-    import torch
+    import torch  # ~1 s: not at --help's start (as above)
 
     multi = isinstance(expected, (tuple, list))
     exps = list(expected) if multi else [expected]
@@ -495,7 +495,7 @@ def _null_outputs(expected, inputs):
 
 def check_null_outputs_fail(task: Task, ref_mod: ModuleType | None = None) -> None:
     """Refuse a task whose tolerance lets a null output pass on every interpreter shape."""
-    import torch
+    import torch  # ~1 s: not at --help's start (as above)
 
     ref_mod = ref_mod or task.load_reference()
     passes: dict[str, int] = {}

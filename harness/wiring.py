@@ -73,26 +73,16 @@ def start_session(task: Task, cfg: RunConfig, base: Path | None = None) -> Sessi
 
 
 def make_agent(spec: str, session: Session | None = None, cfg: RunConfig | None = None):
-    try:  # (agents are imported when one is made: each brings its SDK)
-        from harness.agents.registry import make_agent as registry_make
-    except ImportError:
-        registry_make = None
-    if registry_make is not None:
-        opts = {}
-        if session is not None:
-            opts["transcript_dir"] = session.transcripts
-            opts["session_dir"] = session.root
-        if cfg is not None and cfg.budget_usd is not None:
-            opts["budget_usd"] = cfg.budget_usd
-        return registry_make(spec, **opts)
-    name, _, arg = spec.partition(":")
-    if name == "tuner":
-        from harness.agents.tuner import TunerAgent
-        return TunerAgent(session.root if session is not None else None)
-    if name == "script":
-        from harness.agents.script import ScriptAgent
-        return ScriptAgent(Path(arg))
-    raise ValueError(f"unknown agent {spec!r} (tuner | script:DIR | anthropic:MODEL | openai:MODEL | openai-compat:URL)")
+    # The registry brings httpx2 (~50 ms), which the TUI's start (it imports this module) doesn't need.
+    from harness.agents.registry import make_agent as registry_make
+
+    opts = {}
+    if session is not None:
+        opts["transcript_dir"] = session.transcripts
+        opts["session_dir"] = session.root
+    if cfg is not None and cfg.budget_usd is not None:
+        opts["budget_usd"] = cfg.budget_usd
+    return registry_make(spec, **opts)
 
 
 def enforced_rules(session: Session, task: Task, catalog) -> list[str]:

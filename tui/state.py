@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from harness import events as ev
 from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import OUTCOMES, tally_outcome
+from harness.guard.dsl import STATIC_CHECKS
 
 MAX_TURNS = 6  # reasoning turns kept in memory for the screen; the journal keeps them all
 TALLY_KEYS = OUTCOMES
@@ -61,15 +62,7 @@ def tally_key(verdict: dict, action: str) -> str:
     return tally_outcome(verdict, action)  # the count results.tsv's outcome column and the headless summary make
 
 
-def _dsl_check_ids() -> frozenset[str]:
-    try:
-        from harness.guard.dsl import STATIC_CHECKS
-    except ImportError:  # the guard is optional for the view; fall back to the name
-        return frozenset()
-    return frozenset(STATIC_CHECKS)
-
-
-DSL_CHECKS = _dsl_check_ids()  # entry-defined, triton-kernel, triton-launch, cute-launch, ...
+DSL_CHECKS = frozenset(STATIC_CHECKS)  # entry-defined, triton-kernel, triton-launch, cute-launch, ...
 
 
 def is_dsl_violation(v: dict) -> bool:

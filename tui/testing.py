@@ -7,19 +7,27 @@ Set GIT_AUTHOR_DATE / GIT_COMMITTER_DATE (see `FIXED_GIT_DATES`) for stable comm
 from __future__ import annotations
 
 import functools
+import io
+import os
 import re
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from rich.console import Console
+
 from harness import events as ev
 from harness.agents.script import ScriptAgent
-from harness.loop import Decider, Loop
+from harness.loop import Decider, DecisionRequest, Loop
+from harness.packs import Catalog, load_pack
 from harness.session import Session, SessionMeta, sessions_root
 from harness.tasks import Task, load_task
 from harness.wiring import RunConfig
-from harness.workspace import Workspace
-from tui.app import WarpsmithApp
+from harness.workspace import Workspace, unified_diff
+from tui.app import DecisionRequested, LoopEvent, WarpsmithApp
+from tui.widgets.bench import BenchPane
+from tui.widgets.reasoning import ReasoningPane
 
 SESSION_ID = "20260101-000000-softmax-demo"
 DEVICE = "cpu (Triton interpreter)"
@@ -162,8 +170,6 @@ def make_app(base: Path, *, verdicts: list[dict] | None = None, key_guard_s: flo
 
 def demo_events(task: Task, source_old: str, source_new: str, upto: str = "stream") -> list[ev.Event]:
     """A fixed event sequence for snapshots: iteration 1 kept, iteration 2 mid-stream or deciding."""
-    from harness.workspace import unified_diff
-
     v1 = verdict(task, timing=True, speedup=1.18)
     v2 = verdict(task, timing=True, speedup=0.97)
     out: list[ev.Event] = [
@@ -203,21 +209,13 @@ def static_app(base: Path, upto: str = "stream", **kw) -> WarpsmithApp:
 async def feed(app: WarpsmithApp, events: Iterable[ev.Event], olds: dict[int, str]) -> None:
     """Apply events on the UI thread as the loop thread's messages would, then render them fully.
     `olds`: the incumbent source of each iteration's candidate."""
-    from tui.app import LoopEvent
-
     for e in events:
         await app.on_loop_event(LoopEvent(e, olds.get(e.iteration) if isinstance(e, ev.CandidateProposed) else None))
-    from tui.widgets.reasoning import ReasoningPane
-
     await app.run_screen.query_one(ReasoningPane).flush()
 
 
 def screen_text(app: WarpsmithApp) -> str:
     """The current screen as plain text (what a person would read), for tests and debugging."""
-    import io
-
-    from rich.console import Console
-
     width, height = app.size
     console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
                       color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
@@ -228,9 +226,6 @@ def screen_text(app: WarpsmithApp) -> str:
 def present_decision(app: WarpsmithApp, events: list[ev.Event]) -> None:
     """Open the decision prompt for the last candidate in `events` without a loop thread
     (snapshots): what TuiDecider.decide does before it blocks."""
-    from harness.loop import DecisionRequest
-    from tui.app import DecisionRequested
-
     cand = [e for e in events if isinstance(e, ev.CandidateProposed)][-1]
     rec = [e for e in events if isinstance(e, ev.Recommendation)][-1]
     verdict_ = [e for e in events if isinstance(e, ev.EvalResult)][-1].verdict
@@ -258,8 +253,6 @@ DEMO_PACKS = {
 
 def demo_catalog(folder: Path):
     """A small fixed pack catalog (snapshots must not change when the built-in packs do)."""
-    from harness.packs import Catalog, load_pack
-
     cat = Catalog()
     for rel, (toml, md) in DEMO_PACKS.items():
         d = folder / rel
@@ -276,9 +269,6 @@ def demo_catalog(folder: Path):
 
 async def _screenshot(path: Path, size: tuple[int, int]) -> None:
     """The README screenshot: the decision prompt of the demo session (fixed events, fixed ids)."""
-    import os
-    import tempfile
-
     os.environ.update(FIXED_GIT_DATES)
     task = softmax_task()
     old, new = demo_sources(task)
@@ -287,8 +277,6 @@ async def _screenshot(path: Path, size: tuple[int, int]) -> None:
     async with app.run_test(size=size) as pilot:
         await feed(app, events, {1: old, 2: new})
         present_decision(app, events)
-        from tui.widgets.bench import BenchPane
-
         bench = app.run_screen.query_one(BenchPane)
         while app.decider.shown_at is None or not bench.roof_ready:  # the roof column: worked out on a thread
             await pilot.pause(0.02)

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 
 from textual.css.query import NoMatches
 
+from tui.widgets.decision import DecisionBar
+from tui.widgets.status import StatusBar
+
 if TYPE_CHECKING:
     from textual.app import App
     from textual.screen import Screen
@@ -22,9 +25,6 @@ TOAST_RACK_ID = "textual-toastrack"  # Textual's id for the container it mounts 
 
 def reserved_rows(run_screen: "Screen") -> int | None:
     """Rows at the bottom of `run_screen` toasts must leave free; None before its first layout."""
-    from tui.widgets.decision import DecisionBar
-    from tui.widgets.status import StatusBar
-
     try:
         bar, status = run_screen.query_one(DecisionBar), run_screen.query_one(StatusBar)
     except NoMatches:

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.agents.base import Agent
 from harness.agents.llm import AgentConfigError, Budget
+from harness.agents.script import ScriptAgent
 
 KINDS = ("tuner", "script:DIR", "anthropic:MODEL", "openai:MODEL", "openai-compat:URL[#MODEL]")
 
@@ -46,12 +47,10 @@ def make_agent(spec: str, **opts: Any) -> Agent:
     # Each agent's module is imported when that agent is made: the LLM agents bring their SDK clients
     # (optional, and slow to import), and `warpsmith --help` needs none of them.
     if kind == "tuner":
-        from harness.agents.tuner import TunerAgent
+        from harness.agents.tuner import TunerAgent  # tree-sitter and the tuner's search: ~20 ms an LLM run skips
 
         return TunerAgent(session_dir)
     if kind == "script":
-        from harness.agents.script import ScriptAgent
-
         try:
             return ScriptAgent(Path(rest).expanduser())
         except FileNotFoundError as e:
@@ -63,14 +62,14 @@ def make_agent(spec: str, **opts: Any) -> Agent:
         raise AgentSpecError("give either budget= or budget_usd=, not both")
     try:
         if kind == "anthropic":
-            from harness.agents.anthropic import AnthropicAgent
+            from harness.agents.anthropic import AnthropicAgent  # the anthropic SDK: ~1.3 s to import
 
             return AnthropicAgent(rest, **opts)
         if kind == "openai":
-            from harness.agents.openai import OpenAIAgent
+            from harness.agents.openai import OpenAIAgent  # the openai SDK: ~0.5 s to import
 
             return OpenAIAgent(rest, **opts)
-        from harness.agents.openai import OpenAICompatAgent
+        from harness.agents.openai import OpenAICompatAgent  # the openai SDK, as above
 
         url, _, model = rest.partition("#")
         return OpenAICompatAgent(url, model, **opts)

@@ -25,7 +25,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.agents.tuner_knobs import Knob, find_knobs, kind_of
+from tree_sitter import Parser
+
+from harness.agents.tuner_knobs import PY, Knob, find_knobs, kind_of
 
 # Architectural limits of every NVIDIA GPU since Volta (CUDA C++ Programming Guide, "Compute
 # Capabilities" table): 1024 threads per block = 32 warps, 255 registers per thread.
@@ -164,10 +166,6 @@ def is_pow2(v: int) -> bool:
 
 
 def _comments(source: str):
-    from tree_sitter import Parser
-
-    from harness.agents.tuner_knobs import PY
-
     tree = Parser(PY).parse(source.encode())
     stack = [tree.root_node]
     while stack:

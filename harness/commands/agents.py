@@ -37,6 +37,7 @@ def key_status(provider: str, cfg: dict) -> str:
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
+    # httpx2 (~50 ms): not at --help's start (commands/__init__.py)
     from harness.agents.llm import AgentConfigError, PriceTable, config_path, load_config
 
     try:

@@ -76,6 +76,7 @@ def _split_rules(spec: str | None, task_rules: list[str]) -> tuple[list[str], li
 
 
 def run(args: argparse.Namespace) -> int:
+    # tree-sitter and the rules (~40 ms): not at --help's start (commands/__init__.py)
     from harness.guard import RuleError, check_source, rejected, rules_for_task
 
     try:
@@ -135,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(task, args: argparse.Namespace) -> int:
+    # tree-sitter and the rules (~40 ms): not at --help's start (commands/__init__.py)
     from harness.guard import RuleError, rules_for_task
     from harness.guard.rules import describe
 

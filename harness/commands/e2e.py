@@ -32,19 +32,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _interpret_without_gpu() -> None:
     """Kernels are loaded in this process: on a machine without a GPU they must be built for
     Triton's interpreter (the env var is read when @triton.jit runs), as the evaluator's child does."""
-    import torch
+    import torch  # ~1 s: only when this command runs, not at --help's start
 
     if not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
         # numpy's warnings about masked-off lanes (-inf - -inf) are the interpreter's, not the person's.
         warnings.filterwarnings("ignore", category=RuntimeWarning, module="triton.runtime.interpreter")
-        from harness.interp import patch_bf16_dot
+        from harness.interp import patch_bf16_dot  # (light itself, but only the interpreter needs it)
 
         patch_bf16_dot()
 
 
 def cmd_e2e(args) -> int:
     _interpret_without_gpu()
+    # ~15 ms: not at --help's start (commands/__init__.py)
     from harness.e2e import E2EError, format_stack, session_kernel, stack
 
     kernels, tasks, lines = {}, [], []

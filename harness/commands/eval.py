@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
-    from harness.dsl_support import dsl_problem, local_gpu
+    from harness.dsl_support import dsl_problem, local_gpu  # (small): not at --help's start (commands/__init__.py)
 
     problem = dsl_problem(task, on_gpu=not args.cpu and local_gpu())
     if problem:  # (a CuTe DSL task without nvidia-cutlass-dsl or without a GPU)
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not args.no_static:
         # A broken rules pack is bad input, not a verdict on the candidate: say which pack to fix.
-        try:
+        try:  # tree-sitter and the rules (~40 ms): not at --help's start
             from harness.guard import RuleError, rules_for_task
         except ImportError:
             RuleError = None  # the evaluator itself reports a missing tree-sitter (fails closed)

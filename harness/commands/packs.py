@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackError, discover, find_pack_dirs,
-                           load_pack, project_packs_dir, user_packs_dir)
+from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackError, discover,
+                           explain_default_selection, find_pack_dirs, load_pack, project_packs_dir, user_packs_dir)
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
@@ -165,6 +165,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             "broken": {i: str(e) for i, e in cat.broken.items()},
             "user_dir": str(user_packs_dir()), "project_dir": str(project_packs_dir())}, indent=2))
         return 0
+    # rich (~30 ms): not at --help's start, nor for --json
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -215,6 +216,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.raw:
         print(p.content())
         return 0
+    # rich and its markdown (~45 ms): not at --help's start, nor for --raw
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.panel import Panel
@@ -261,8 +263,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_default(args: argparse.Namespace) -> int:
-    from harness.packs import explain_default_selection
-
     try:
         task = load_task(args.task, check_null=False)
     except TaskError as e:
@@ -305,7 +305,7 @@ SCAFFOLD_RULE = """
 
 def scaffold(kind: str, pid: str, dest: Path, title: str | None = None, arch: str | None = None,
              vendor: str | None = None) -> Path:
-    import tomli_w
+    import tomli_w  # (small): not at --help's start (commands/__init__.py)
 
 
     if not ID_RE.match(pid):

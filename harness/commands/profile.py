@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_profile(args) -> int:
+    # torch inside, csv (~5 ms): not at --help's start (commands/__init__.py)
     from harness.profile import format_profile, profile_task
 
     try:
@@ -62,6 +63,7 @@ def cmd_profile(args) -> int:
 
 
 def _step_profile(task, args, pack) -> int:
+    # ~20 ms, torch inside: not at --help's start (commands/__init__.py)
     from harness.e2e import E2EError
     from harness.profile import pack_ceilings
     from harness.step_profile import format_step_profile, profile_step

@@ -8,6 +8,7 @@ from harness.tasks import TaskError, load_task
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness import events as ev
 from harness.evaluate.sandbox import from_cli
 from harness.history import SessionHistory
 from harness.packs import PackError, discover
@@ -56,7 +57,7 @@ def check_agent_spec(spec: str) -> str | None:
     """What stops the agent from starting, or None: its form, a script folder, the API key (naming
     the variable and the config file's section), a local server that doesn't answer. Checked
     before a session folder exists, so a refused run leaves nothing behind (harness/agents/preflight.py)."""
-    from harness.agents.preflight import agent_problem
+    from harness.agents.preflight import agent_problem  # httpx2 (~50 ms): not at --help's start (commands/__init__.py)
 
     return agent_problem(spec)
 
@@ -88,6 +89,7 @@ def check_pack_ids(cfg) -> str | None:
 def check_pack_selection(task, cfg, session=None) -> str | None:
     """The packs the run would start with all load: a broken pack of a selected id (a user's copy
     shadowing a built-in) stops the run here, TUI or headless, before any session folder exists."""
+    # the loop and its parts (~40 ms): not at --help's start (commands/__init__.py)
     from harness.wiring import resolve_packs
 
     try:
@@ -114,6 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
+    # ~40 ms: not at --help's start (commands/__init__.py)
     from harness.wiring import RunConfig, make_agent, start_session
 
     problem = from_cli(getattr(args, "no_sandbox", False))
@@ -121,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
     cfg = RunConfig.from_args(args)
-    from harness.dsl_support import run_problem
+    from harness.dsl_support import run_problem  # (small): not at --help's start (commands/__init__.py)
 
     for check in (lambda: check_eval_backend(cfg.eval_backend), lambda: check_pack_ids(cfg),
                   lambda: check_pack_selection(task, cfg), lambda: run_problem(task, cfg.eval_backend)):
@@ -141,12 +144,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_headless(session, task, cfg, resumed: bool = False) -> int:
-    from harness.headless import Printer
+    from harness.headless import Printer  # the loop, rich (~25 ms): not at --help's start (commands/__init__.py)
 
     printer = Printer(show_reasoning=not cfg.quiet)
     if resumed:  # an undecided candidate is asked about again: its diff and verdict are in the journal
-        from harness import events as ev
-
         # (a record from an older warpsmith that isn't an event any more: its diff just isn't shown again)
         for e in SessionHistory.of(session).events():
             if isinstance(e, (ev.CandidateProposed, ev.EvalResult)):
@@ -165,7 +166,7 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     except KeyboardInterrupt:
         # Everything decided so far is in the journal (fsync'd per event); an undecided candidate
         # is asked about again on resume. Say how, on the line a person reads last.
-        from harness.summary import resume_command
+        from harness.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
 
         print_summary(session, None)
         print(f"\ninterrupted; resume: {resume_command(session.id)}", file=sys.stderr)
@@ -177,6 +178,7 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
 def headless_loop(session, task, cfg, printer, resumed: bool = False):
     """The headless front end's loop: its decider (stdin, or --auto) and its printer, given to the
     one assembly path (harness.wiring.build_loop) the TUI uses too."""
+    # the loop and its parts (~40 ms): not at --help's start (commands/__init__.py)
     from harness.headless import StdinDecider
     from harness.loop import AutoDecider
     from harness.wiring import build_loop
@@ -187,14 +189,14 @@ def headless_loop(session, task, cfg, printer, resumed: bool = False):
 
 
 def print_summary(session, ended) -> None:
-    from harness.summary import summary_lines
+    from harness.summary import summary_lines  # (small): not at --help's start (commands/__init__.py)
 
     print("\n" + "\n".join(summary_lines(session, ended)), flush=True)
 
 
 def open_tui(task, cfg, session_id: str | None) -> int:
     try:
-        from tui.app import run_app
+        from tui.app import run_app  # textual and the app (~0.4 s): only when the TUI opens
     except ImportError as e:  # the TUI is optional at import time only if textual is missing
         print(f"warpsmith: the TUI could not start ({e}); use --headless", file=sys.stderr)
         return 2
@@ -203,7 +205,7 @@ def open_tui(task, cfg, session_id: str | None) -> int:
 
 def open_tui_home() -> int:
     """Bare `warpsmith`: the TUI on the default task."""
-    from harness.wiring import RunConfig
+    from harness.wiring import RunConfig  # ~40 ms, which the TUI about to open needs anyway: not at --help's start
 
     args = argparse.Namespace(task="softmax")
     p = argparse.ArgumentParser()

@@ -94,7 +94,7 @@ def cmd_serve(args) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
-    try:
+    try:  # textual-serve (~180 ms): not at --help's start, and optional
         from textual_serve.server import Server
     except ImportError:
         print("warpsmith: serve needs textual-serve: .venv/bin/pip install textual-serve", file=sys.stderr)

@@ -79,13 +79,14 @@ def cmd_show(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
-    from harness.session_view import print_show
+    from harness.session_view import print_show  # rich (~25 ms): not at --help's start (commands/__init__.py)
 
     print_show(s)
     return 0
 
 
 def cmd_resume(args) -> int:
+    # the loop and its parts (~40 ms): not at --help's start (commands/__init__.py)
     from harness.wiring import RunConfig
 
 
@@ -136,7 +137,7 @@ def cmd_resume(args) -> int:
         return 2
     done = iterations_already_run(s, cfg.iterations)
     if done is not None:
-        from harness.summary import resume_command
+        from harness.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
 
         ran = f"its {done} iterations" if args.iterations is None else \
             f"{done} iterations (--iterations is the new total, not a number more)"
@@ -182,10 +183,8 @@ def cmd_export(args) -> int:
     if s is None:
         return 2
     # With per-bucket keeps, export_session writes a dispatcher; else the best kernel (harness/dispatch.py).
-    try:
-        from harness.dispatch import export_session
-    except ImportError:
-        export_session = None
+    from harness.dispatch import export_session  # ~15 ms: not at --help's start (commands/__init__.py)
+
     out = Path(args.output)
     if not out.parent.is_dir():
         print(f"warpsmith: -o {out}: no such folder {out.parent}", file=sys.stderr)
@@ -198,8 +197,4 @@ def cmd_export(args) -> int:
         out.write_text(ws.source(ws.baseline))
         print(f"nothing was kept in this session: wrote the baseline (commit {ws.baseline[:10]}) to {out}")
         return 0
-    if export_session is not None:
-        return export_session(s, out)
-    out.write_text(ws.source(ws.best))
-    print(f"wrote the best kernel ({ws.best[:10]}) to {out}")
-    return 0
+    return export_session(s, out)

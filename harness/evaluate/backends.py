@@ -542,7 +542,7 @@ def _exit_words(rc: int | None) -> str:
 
 def _warm_up() -> None:
     """Import torch and triton once, at worker start, instead of on the first job's clock."""
-    try:
+    try:  # (this function's point: the worker imports them once, before its first job)
         import torch  # noqa: F401
         import triton  # noqa: F401
     except Exception:  # evaluate() reports a broken install on the job itself, with its message

@@ -135,7 +135,7 @@ def tensor_to_wire(t: Any) -> tuple[dict, memoryview]:
 
 
 def tensor_from_wire(desc: dict, raw: bytearray | memoryview) -> Any:
-    import torch
+    import torch  # torch (~1 s): --help loads this module; the child loads it before its timed preload
 
     dtype = getattr(torch, desc["dtype"], None)
     if not isinstance(dtype, torch.dtype):

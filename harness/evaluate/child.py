@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -22,6 +23,7 @@ from typing import Any
 
 from harness.evaluate import guards
 from harness.evaluate.channel import Endpoint, _read_exact, rows_to_check
+from harness.tasks import load_module  # (loaded already, through harness.evaluate's __init__)
 
 TRACE_TAIL = 4000
 
@@ -43,8 +45,6 @@ class Child:
         self.device = "cuda" if self.on_gpu else "cpu"
         self.dtype = getattr(torch, job["dtype"])
         root = Path(job["task_root"])
-        from harness.tasks import load_module
-
         self.ref = load_module(root / "reference.py", "warpsmith_task_reference")
         sys.modules["warpsmith_task_reference"] = self.ref  # findable anyway; red-team tests use the name
         self.make_inputs = self.ref.make_inputs
@@ -63,7 +63,7 @@ class Child:
         with guards.TorchComputeWatch():  # imports what the watch needs before the identity snapshot
             torch.empty(1) + 1
         self.native_threads = guards.native_thread_count()
-        from harness.evaluate import timing
+        from harness.evaluate import timing  # (loaded in preload, a timed start-up phase; only bound here)
 
         self.timing = timing
         self.snapshot = guards.identity_snapshot(self._guarded())
@@ -97,6 +97,7 @@ class Child:
                "reference.compare": getattr(self.ref, "compare", None),
                "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run}
         if self.dsl == "cute":
+            # cutlass (~2 s) only for a CuTe task
             from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
 
             fns["cutlass.JitExecutor.run_compiled_program"] = JitExecutor.run_compiled_program
@@ -123,8 +124,6 @@ class Child:
 
     # -- operations ------------------------------------------------------------------------------
     def op_import(self, req: dict) -> tuple[dict, list]:
-        from harness.tasks import load_module
-
         role, path = req["role"], req["path"]
         self.introspection.watch_file(path)
         threads_before = guards.live_threads()
@@ -443,7 +442,7 @@ def interpreter_autotune() -> None:
     GPU driver for a benchmarker ("0 active drivers"), which rejected honest autotuned candidates
     on CPU as crashed. Here each config runs once (so each is exercised) and all tie: the first
     config wins, as it would with one config."""
-    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.autotuner import Autotuner  # (triton: loaded in preload, after the child's start)
 
     def bench(kernel_call: Any, quantiles: Any = None) -> Any:
         kernel_call()
@@ -473,7 +472,7 @@ def preload(startup: dict[str, float]) -> None:
     """Import torch, triton and what the torch-compute watch pulls in (torch._dynamo), and on a GPU
     create the CUDA context and cuBLAS (harness code only: no task or candidate is known yet). A
     pre-warmed spare (harness/evaluate/prewarm.py) does all of this before it is needed."""
-    import torch
+    import torch  # this function's point: the imports, timed as a start-up phase
     import triton  # noqa: F401
 
     from harness.evaluate import timing  # noqa: F401
@@ -515,13 +514,11 @@ def main(argv: list[str]) -> int:
     preload(early)
     early["preload"] = time.monotonic() - t0
     job, _ = ep.recv()
-    import resource
-
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if job.get("rlimit_as"):
         lim = int(job["rlimit_as"])
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
-    from harness.interp import patch_bf16_dot
+    from harness.interp import patch_bf16_dot  # light; only after preload, like the rest of the child's order
 
     patch_bf16_dot()  # before the identity snapshot, so the fix is part of what is guarded
     if not job.get("on_gpu"):

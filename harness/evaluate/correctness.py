@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def _clone(xs: Any) -> list:
-    import torch
+    import torch  # (start-up: the note above the imports)
 
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
@@ -43,7 +43,7 @@ def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool
     A task's custom `compare` gets CPU tensors, as it was written for; so does everything when the
     GPU reference runs out of memory.
     """
-    import torch
+    import torch  # (start-up: the note above the imports)
 
     dt = getattr(torch, task.dtypes[0])
     gpu = on_gpu and torch.cuda.is_available()
@@ -62,7 +62,7 @@ def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool
 
 
 def _cpu(x: Any) -> Any:
-    import torch
+    import torch  # (start-up: the note above the imports)
 
     if isinstance(x, (tuple, list)):
         return type(x)(_cpu(y) for y in x)
@@ -73,7 +73,7 @@ def shape_bytes(ref_mod: ModuleType, task: Task, dims: dict) -> int:
     """A shape's input bytes, without building it: reference.input_bytes(dims, dtype) where the
     inputs are larger than what a kernel reads (caches read through indices), else half of
     bytes_moved (inputs and outputs of about the same size), else 2 bytes per element of the dims."""
-    import torch
+    import torch  # (start-up: the note above the imports)
 
     dt = getattr(torch, task.dtypes[0])
     if callable(getattr(ref_mod, "input_bytes", None)):
@@ -84,7 +84,7 @@ def shape_bytes(ref_mod: ModuleType, task: Task, dims: dict) -> int:
 
 
 def _nbytes(x: Any) -> int:
-    import torch
+    import torch  # (start-up: the note above the imports)
 
     xs = x if isinstance(x, (tuple, list)) else (x,)
     return sum(t.numel() * t.element_size() for t in xs if isinstance(t, torch.Tensor))
@@ -93,7 +93,7 @@ def _nbytes(x: Any) -> int:
 def disagreement(task: Task, a: Any, b: Any) -> str | None:
     """Do two outputs of the same inputs agree? NaN/Inf must sit in the same places; finite
     values within the task's tolerance (a deterministic kernel gives identical bits)."""
-    import torch
+    import torch  # (start-up: the note above the imports)
 
     tol = task.tolerance[task.dtypes[0]]
     xs = a if isinstance(a, (tuple, list)) else (a,)
@@ -277,7 +277,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
 
 
 def input_bytes(ref_mod: ModuleType, task: Task, shape: Shape) -> int:
-    import torch
+    import torch  # (start-up: the note above the imports)
 
     xs, _ = _make(ref_mod, task, shape, 0) if not hasattr(ref_mod, "bytes_moved") else (None, None)
     if xs is not None:

@@ -37,10 +37,11 @@ class LaunchCounter:
     hook_installed: bool = False
 
     def install(self) -> None:
-        import triton.runtime.jit as jit
+        import triton.runtime.jit as jit  # child start-up: torch/triton load after this module, in the timed preload
 
         classes: list[type] = [jit.JITFunction]
         try:
+            # child start-up: torch/triton load after this module, in the timed preload
             from triton.runtime.interpreter import InterpretedFunction
 
             classes.append(InterpretedFunction)
@@ -89,6 +90,7 @@ class LaunchCounter:
             self.hook_installed = True
         except Exception:  # older Triton: CompiledKernel.launch_enter_hook
             try:
+                # child start-up: torch/triton load after this module, in the timed preload
                 from triton.compiler.compiler import CompiledKernel
 
                 CompiledKernel.launch_enter_hook = hook  # type: ignore[attr-defined]
@@ -125,6 +127,7 @@ class CuteLaunchCounter:
     hook_installed: bool = False
 
     def install(self) -> None:
+        # cutlass (~2 s) only for a CuTe task
         from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
 
         orig = JitExecutor.run_compiled_program
@@ -262,7 +265,7 @@ def overlaps(a: Any, b: Any) -> bool:
 def check_outputs(outs: list[Any], inputs: list[Any], device: str,
                   container: type | None = None) -> list[tuple[str, str]]:
     """Plain torch.Tensor, own storage, right device, no alias of an input or of each other."""
-    import torch
+    import torch  # child start-up: torch/triton load after this module, in the timed preload
 
     bad: list[tuple[str, str]] = []
     if container is not None and container not in (torch.Tensor, tuple):
@@ -292,7 +295,7 @@ def check_outputs(outs: list[Any], inputs: list[Any], device: str,
 
 def inputs_unchanged(inputs: list[Any], saved: list[Any]) -> list[int]:
     """Indices of tensor inputs whose bits differ from the copy taken before the call."""
-    import torch
+    import torch  # child start-up: torch/triton load after this module, in the timed preload
 
     changed = []
     for i, (x, s) in enumerate(zip(inputs, saved)):
@@ -322,7 +325,7 @@ def poison_allocator(pattern: int, nbytes: int, device: str) -> None:
     freed chunks of the same size; blocks of the output's exact size and a few multiples catch the
     common cases (best effort: fresh mmap'd pages read as zeros, which fail correctness anyway).
     """
-    import torch
+    import torch  # child start-up: torch/triton load after this module, in the timed preload
 
     byte = POISON_BYTES[(pattern - 1) % len(POISON_BYTES)]
     nbytes = max(int(nbytes), 1 << 12)
@@ -374,7 +377,7 @@ PYTHON_VALUES_LIMIT = 1024   # elements a call may read into Python (a few sizes
 def _called_from_dsl() -> bool:
     """Is the nearest caller outside torch a DSL's own package (Triton's interpreter reads kernel
     arguments through numpy; CuTe takes tensors through DLPack)? Asked only for to-Python calls."""
-    import torch
+    import torch  # child start-up: torch/triton load after this module, in the timed preload
 
     # The installed packages' own files only (not any path that merely contains "triton").
     torch_dir = os.path.dirname(torch.__file__) + os.sep
@@ -391,6 +394,7 @@ def _triton_op_body(func: Any) -> Callable | None:
     decomposes into under FunctionalTensorMode), or None for any other op."""
     try:
         qualname = func._schema.name
+        # child start-up: torch/triton load after this module, in the timed preload
         from torch._library.custom_ops import OPDEFS
         from torch._library.triton import triton_ops_to_kernels
     except Exception:  # noqa: BLE001 - private torch modules moved: say nothing rather than guess
@@ -420,6 +424,7 @@ class TorchComputeWatch:
     values leaving torch). Use as a context manager around the entry call only."""
 
     def __init__(self) -> None:
+        # child start-up: torch/triton load after this module, in the timed preload
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
 

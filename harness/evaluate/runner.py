@@ -39,7 +39,7 @@ def _violation_dict(v: Any) -> dict:
 
 def run_static(task: Task, source: str, extra_rules: list[str] = ()) -> tuple[list[dict] | None, str]:
     """The static stage (harness.guard). (None, why) when the guard can't be imported here."""
-    try:
+    try:  # tree-sitter (~40 ms; maybe absent on a bare GPU box): the note above the functions
         from harness.guard import check_source, rules_for_task  # type: ignore[attr-defined]
     except Exception as e:  # noqa: BLE001 - e.g. tree_sitter missing on a bare GPU box
         return None, f"static stage skipped: harness.guard.check_source unavailable ({type(e).__name__}: {e})"
@@ -54,7 +54,7 @@ def run_static(task: Task, source: str, extra_rules: list[str] = ()) -> tuple[li
 def _on_gpu(opts: EvalOptions) -> bool:
     if opts.on_gpu is not None:
         return opts.on_gpu
-    import torch
+    import torch  # (start-up: the note above the functions)
 
     return bool(torch.cuda.is_available())
 
@@ -132,7 +132,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         if errors:
             return _finish(v, run, t0, timing_available=False)
 
-    from harness.dsl_support import dsl_problem
+    from harness.dsl_support import dsl_problem  # (start-up: the note above the functions)
 
     problem = dsl_problem(task, on_gpu)
     if problem:  # no child could run it (warpsmith eval says so before it gets here, exit 2)
@@ -154,7 +154,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
                        f"task files changed during the run: {', '.join(changed)} (restored from the copy "
                        "taken before the run)")
             _restore(task.root, saved, after)
-    from harness.evaluate import keep_policy
+    from harness.evaluate import keep_policy  # (start-up: the note above the functions)
 
     return keep_policy.apply(_partial(_finish(v, run, t0, timing_available), task, on_gpu, shapes), task,
                              heldout_checked=opts.heldout)
@@ -213,7 +213,7 @@ def _finish(v: dict, run: _Run, t0: float, timing_available: bool) -> dict:
 
 def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumbent: Path, shapes: list[Shape],
                        on_gpu: bool, opts: EvalOptions, secret: int) -> bool:
-    from harness.evaluate import correctness
+    from harness.evaluate import correctness  # (start-up: the note above the functions)
 
     ref_mod = task.load_reference()
     run.stage = "import"
@@ -270,12 +270,12 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         ok = correctness.check_all(run, child, task, ref_mod, shapes, on_gpu, opts, secret)
         mark("correctness")
         if ok and opts.heldout:
-            from harness.evaluate import heldout
+            from harness.evaluate import heldout  # (start-up: the note above the functions)
 
             ok = heldout.check(run, v, child, task, ref_mod, shapes, on_gpu, opts, secret) and not run.reasons
             mark("heldout")
         if ok and timing_ok and not run.reasons:
-            from harness.evaluate import timing_stage
+            from harness.evaluate import timing_stage  # (start-up: the note above the functions)
 
             timed = timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
                                             candidate, incumbent)

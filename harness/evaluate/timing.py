@@ -93,7 +93,7 @@ def _close(torch: Any, out: Any, exp: Any, atol: float, rtol: float) -> bool:
 
 def time_shape(child: Any, req: dict) -> dict:
     """Interleaved timing of req['roles'] on one shape; returns raw samples for verdict.py."""
-    import torch
+    import torch  # (as above)
 
     dims, roles = req["dims"], list(req["roles"])
     seeds = [int(s) for s in req["seeds"]]

@@ -37,7 +37,7 @@ SLOWED_MIN_PCT = 10.0       # incumbent-slowed fires above max(this, 3x the nois
 
 
 def _floor_us(ref_mod: ModuleType, task: Task, shape: Shape, dev: dict) -> tuple[float | None, str]:
-    import torch
+    import torch  # torch on first use, as in correctness (tests import this module)
 
     floors = []
     dt = getattr(torch, task.dtypes[0])
@@ -173,7 +173,7 @@ def _output_checker(task: Task, ref_mod: ModuleType, shape: Shape) -> Any:
 
 def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
                  dev: dict, opts: "EvalOptions", incumbent: Any, seeds_for: Any) -> None:
-    import torch
+    import torch  # torch on first use, as in correctness (tests import this module)
 
     if torch.cuda.is_available():
         # This process's own allocator cache (the correctness stage's references) is memory the

@@ -23,6 +23,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from harness.evaluate.process import scrubbed_env
+from harness.evaluate.sandbox import confine
 from harness.step_profile import StepProfile, StepRow, header_lines, kernel_lines
 
 PROFILE_FILE = "step_profile.json"
@@ -54,9 +56,6 @@ def subprocess_runner(task: Any, candidate: Path, pack: str, label: str) -> Runn
 
     def run() -> StepProfile:
         import torch  # local: start-up time (torch takes seconds), paid only when a profile runs
-
-        from harness.evaluate.runner import scrubbed_env
-        from harness.evaluate.sandbox import confine
 
         gpu = torch.cuda.is_available()
         repo = str(Path(__file__).resolve().parent.parent.parent)
