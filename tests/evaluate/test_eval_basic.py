@@ -11,24 +11,13 @@ import pytest
 from harness.evaluate import EvalOptions, evaluate
 from harness.evaluate.verdict import cannot_keep_reason
 from harness.tasks import load_task
+from softmax_sources import WRONG
 
 REPO = Path(__file__).resolve().parents[2]
 KEYS = {"accepted", "stage", "reasons", "task", "candidate_sha256", "device", "timing_available", "shapes",
         "geomean_speedup", "noise_band_pct", "recommendation", "wall_s", "violations"}
 SHAPE_KEYS = {"name", "dims", "long", "correct", "error", "candidate_us", "incumbent_us", "speedup",
               "roofline_pct", "candidate_graph_us", "incumbent_graph_us", "noise_pct"}
-
-WRONG = '''
-import torch, triton, triton.language as tl
-@triton.jit
-def _copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
-def softmax(x):
-    y = torch.empty_like(x)
-    _copy[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-    return y
-'''
 
 
 @pytest.fixture(scope="module")

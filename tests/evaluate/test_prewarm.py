@@ -15,19 +15,9 @@ import pytest
 
 from harness.evaluate import EvalOptions, evaluate, prewarm
 from harness.tasks import load_task
+from softmax_sources import WRONG
 
 REPO = Path(__file__).resolve().parents[2]
-WRONG = '''
-import torch, triton, triton.language as tl
-@triton.jit
-def _copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
-def softmax(x):
-    y = torch.empty_like(x)
-    _copy[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-    return y
-'''
 # Right while a row fits in one block of 1024, wrong beyond (the tail of a long row is never written).
 ONE_BLOCK = '''
 import torch, triton, triton.language as tl
