@@ -238,7 +238,7 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       (cd "$WS" && timeout 90 python3 $prof -m harness eval softmax "$REPO/kernels/softmax/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
       echo "eval rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the whole command${prof:+, under cProfile})"; tail -3 "$OUT/tp_eval.err"
       [ -n "$prof" ] && python3 -c "import pstats; pstats.Stats('$OUT/tp_eval.prof').sort_stats('tottime').print_stats(14)" 2>&1 | grep -E '^ +[0-9]' | head -14
-      python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start')); print('timing parts_s', v.get('timing_parts_s')); print('calls/batch', [(s['name'], s.get('calls_per_batch'), s.get('candidate_us'), s.get('noise_pct')) for s in v['shapes']])"
+      python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start')); print('timing parts_s', v.get('timing_parts_s')); print('calls/batch, us a call (plain, GPU), batch cost us, band %', [(s['name'], s.get('calls_per_batch'), s.get('candidate_us'), s.get('candidate_graph_us'), s.get('batch_cost_us'), s.get('noise_pct')) for s in v['shapes']])"
       timeout 40 python3 "$REPO/bench/channel_speed.py" --mb 256 --frames 4
       fi
       tl=$(( L - ($(date +%s) - start) - 20 ))
