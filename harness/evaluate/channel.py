@@ -155,7 +155,9 @@ def rows_to_check(seed: int, index: int, shape: tuple, nbytes: int, min_bytes: i
     Why a sample is enough: the draw happens after the batch, so a kernel that skipped a share x of
     the rows in the timed calls is caught with probability 1-(1-x)^64 per check; and the full output
     proved no more, since a child asked for any output after its batch can compute it then, off
-    the clock (threat-model.md). The correctness stage and hard inputs still compare in full."""
+    the clock (threat-model.md). The correctness stage samples the same way for its fresh-inputs, ghost
+    and graph-replay calls (stale or kernel-independent outputs are wrong almost everywhere); its poison
+    pair, the held-out shapes and the hard inputs compare in full."""
     if len(shape) < 2 or shape[0] <= SAMPLE_ROWS or nbytes < (SAMPLE_MIN if min_bytes is None else min_bytes):
         return None
     return sorted(random.Random(f"{seed}:{index}").sample(range(shape[0]), SAMPLE_ROWS))

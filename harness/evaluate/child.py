@@ -220,7 +220,7 @@ class Child:
                              "message": "the call replaced functions the harness relies on: " + ", ".join(patched[:8])})
         observed += self.introspected()
         plain = [o for o in outs if type(o) is torch.Tensor]
-        send = [o.detach() for o in plain] if len(plain) == len(outs) else []
+        send = self._rows(req, [o.detach() for o in plain] if len(plain) == len(outs) else [])
         return {"ok": True, "observed": observed, "notes": notes, "launches": self.counter.launches,
                 "driver_launches": self.counter.driver_launches, "hook": self.counter.hook_installed,
                 "kernels": sorted(self.counter.kernels), "n_out": len(outs),
@@ -413,14 +413,19 @@ class Child:
             observed.append({"rule": "harness-patched", "message": "timed batches ran with replaced functions the "
                                                                    "harness relies on: " + ", ".join(patched[:8])})
         observed += self.introspected()
-        send = [o.detach() for o in plain] if len(plain) == len(outs) else []
-        if req.get("rows_seed") is not None:  # large outputs: the rows the parent will check
-            for i, o in enumerate(send):
-                rows = rows_to_check(int(req["rows_seed"]), i, tuple(o.shape), o.numel() * o.element_size(),
-                                     req.get("rows_min_bytes"))
-                if rows is not None:
-                    send[i] = o.index_select(0, self.torch.tensor(rows, device=o.device))
+        send = self._rows(req, [o.detach() for o in plain] if len(plain) == len(outs) else [])
         return {"ok": True, "n_out": len(outs), "observed": observed}, send
+
+    def _rows(self, req: dict, send: list) -> list:
+        """Large outputs as the rows the parent will check (channel.rows_to_check), when it names a seed."""
+        if req.get("rows_seed") is None:
+            return send
+        out = []
+        for i, o in enumerate(send):
+            rows = rows_to_check(int(req["rows_seed"]), i, tuple(o.shape), o.numel() * o.element_size(),
+                                 req.get("rows_min_bytes"))
+            out.append(o if rows is None else o.index_select(0, self.torch.tensor(rows, device=o.device)))
+        return out
 
     def op_mem(self, req: dict) -> tuple[dict, list]:
         """Free GPU memory: the parent sizes its batches from the incumbent's child (not the candidate's).

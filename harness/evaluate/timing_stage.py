@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harness.evaluate import verdict as vd
 from harness.evaluate.parent_clock import roofline_and_floor
 from harness.evaluate import parent_clock, prewarm
-from harness.evaluate.channel import rows_to_check
-from harness.evaluate.correctness import _as_out, _make, input_bytes, n_buffers
+from harness.evaluate.correctness import _as_out, _make, input_bytes, n_buffers, sampled_rows
 from harness.evaluate.process import ChildFailed, ChildProcess, derive_seed
 from harness.tasks import Shape, Task, compare
 
@@ -156,16 +155,7 @@ def _output_checker(task: Task, ref_mod: ModuleType, shape: Shape) -> Any:
     def check(tensors: list, n_out: int, seed: int, rows_seed: int | None = None,
               min_bytes: int | None = None) -> str | None:
         xs, exp = _make(ref_mod, task, shape, seed, True)
-        if rows_seed is not None:  # the same rows the child sent (channel.rows_to_check), of the reference
-            import torch  # (loaded already: the reference above ran on it)
-
-            multi = isinstance(exp, (tuple, list))
-            exps = list(exp) if multi else [exp]
-            for i, e in enumerate(exps):
-                rows = rows_to_check(rows_seed, i, tuple(e.shape), e.numel() * e.element_size(), min_bytes)
-                if rows is not None:
-                    exps[i] = e.index_select(0, torch.tensor(rows, device=e.device))
-            exp = type(exp)(exps) if multi else exps[0]
+        exp = sampled_rows(exp, rows_seed, min_bytes)  # the same rows the child sent, of the reference
         return compare(task, ref_mod, _as_out(tensors, n_out), exp, tuple(xs), task.dtypes[0])
 
     return check
