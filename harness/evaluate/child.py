@@ -395,7 +395,9 @@ class Child:
         except BaseException as e:  # noqa: BLE001
             return error_reply("crashed", e), []
         self.batch_outs = outs
-        return {"ok": True, "n": n, "event_us": event_us, "child_us": child_us}, []
+        first = (list(outs[0]) if isinstance(outs[0], (tuple, list)) else [outs[0]]) if outs else []
+        out_bytes = sum(o.numel() * o.element_size() for o in first if isinstance(o, self.torch.Tensor))
+        return {"ok": True, "n": n, "event_us": event_us, "child_us": child_us, "out_bytes": out_bytes}, []
 
     def op_fetch(self, req: dict) -> tuple[dict, list]:
         """The output of call `check` of the last batch (named by the parent after the batch), as

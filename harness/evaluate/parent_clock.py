@@ -137,7 +137,7 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             res[role]["errors"].append(r.get("error"))
             return None
         child_fig = r.get("event_us") if r.get("event_us") is not None else r.get("child_us")
-        figs = {"wall": wall, "child": float(child_fig or 0.0)}
+        figs = {"wall": wall, "child": float(child_fig or 0.0), "out_bytes": int(r.get("out_bytes") or 0)}
         if not (check and n):
             return figs  # nothing fetched: a round trip saved (what the guards saw comes with the checked ones)
         # The checked call is named now, after the batch: the child kept every call's output, and
@@ -188,8 +188,10 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         children["candidate"].request({"op": "mem"}, to)
         r, _ = children["incumbent"].request({"op": "mem"}, to)
         mem_free_bytes = r.get("free") if r.get("ok") else None
-    # Each call's output is kept to the end of its batch (any may be checked): counted as big as its inputs.
-    n = calls_per_batch(one, 2 * in_bytes, mem_free_bytes // 4 if mem_free_bytes else None)
+    # Each call's output is kept to the end of its batch (any may be checked): its bytes count with the
+    # inputs', as the incumbent's child reported them for one call (that child never held the candidate).
+    out_bytes = max([s["out_bytes"] for s in got] or [in_bytes])
+    n = calls_per_batch(one, in_bytes + out_bytes, mem_free_bytes // 4 if mem_free_bytes else None)
     alone, alone_child = [], []
     for _ in range(ALONE_BATCHES):
         s = run_batch("incumbent", n, False)
