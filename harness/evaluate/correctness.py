@@ -113,6 +113,12 @@ def disagreement(task: Task, a: Any, b: Any) -> str | None:
     return None
 
 
+def elementwise(ref_mod: ModuleType) -> bool:
+    """Whether outputs are compared element by element (so a sample of rows means something): not
+    where the task brings its own compare (e.g. top-k sets), which gets whole outputs."""
+    return not callable(getattr(ref_mod, "compare", None))
+
+
 def sampled_rows(exp: Any, rows_seed: int | None, min_bytes: int | None = None) -> Any:
     """The rows of the expected output(s) that a child sent for `rows_seed` (channel.rows_to_check:
     outputs of `min_bytes` and up), the rest whole; `exp` itself without a seed."""
@@ -191,10 +197,14 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     # nowhere, a stale or ghost output almost everywhere), so only those rows travel and are compared;
     # the poison pair stays whole, since uninitialised reads may touch a few rows. Elementwise tasks
     # only (a task's own compare gets whole outputs). Saved about half the stage's transfers.
-    sample = not callable(getattr(ref_mod, "compare", None))
+    sample = elementwise(ref_mod)
 
-    def rows_of(tag: str) -> dict:
-        return {"rows_seed": seed_of("rows", tag), "rows_min_bytes": SAMPLE_MIN} if sample else {}
+    def rows_of(tag: str) -> tuple[dict, Any]:
+        """The call's request keys, and the same rows of an expected output."""
+        if not sample:
+            return {}, lambda e: e
+        seed = seed_of("rows", tag)
+        return {"rows_seed": seed, "rows_min_bytes": SAMPLE_MIN}, lambda e: sampled_rows(e, seed, SAMPLE_MIN)
 
     def call(req: dict) -> tuple[dict, list]:
         base = {"op": "call", "role": "candidate", "dims": shape.dims}
@@ -262,20 +272,18 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     if r1.get("ok"):
         sf = seed_of("f")
         xf, expf = _make(ref_mod, task, shape, sf, on_gpu)
-        rows = rows_of("f")
+        rows, same_rows = rows_of("f")
         rf, of = call({"seed": sf, "poison": 1, "out_nbytes": nb, **rows})
-        judge(rf, of, xf, sampled_rows(expf, rows.get("rows_seed"), rows.get("rows_min_bytes")),
-              "output (fresh inputs)")
+        judge(rf, of, xf, same_rows(expf), "output (fresh inputs)")
 
     # 3: ghost replay: the output must depend on the DSL's kernels
     if r1.get("ok") and r1.get("launches", 0) > 0:
         sb = seed_of("b")
         xb, expb = _make(ref_mod, task, shape, sb, on_gpu)
-        rows = rows_of("b")
+        rows, same_rows = rows_of("b")
         rg, og = call({"seed": sb, "poison": 1, "out_nbytes": nb, "ghost": True, **rows})
         if rg.get("ok") and len(og) == rg.get("n_out", 1):
-            expb = sampled_rows(expb, rows.get("rows_seed"), rows.get("rows_min_bytes"))
-            if compare(task, ref_mod, _as_out(og, rg["n_out"]), expb, tuple(xb), dtype) is None:
+            if compare(task, ref_mod, _as_out(og, rg["n_out"]), same_rows(expb), tuple(xb), dtype) is None:
                 run.reject("guard", "dsl-kernel-runs",
                            f"{tag}the output is still correct with every {task.dsl} launch turned into a no-op: "
                            "the result does not come from the kernels")
@@ -285,8 +293,8 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     if on_gpu and task.cuda_graphs:
         sc, sd = seed_of("c"), seed_of("d")
         xd, expd = _make(ref_mod, task, shape, sd, on_gpu)
-        rows = rows_of("d")
-        expd = sampled_rows(expd, rows.get("rows_seed"), rows.get("rows_min_bytes"))
+        rows, same_rows = rows_of("d")
+        expd = same_rows(expd)
         rc, oc = call({"seed": sc, "graph": True, "graph_seed": sd, **rows})
         if not rc.get("ok"):
             run.reject("guard", "cuda-graph-capturable",

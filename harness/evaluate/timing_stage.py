@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harness.evaluate import verdict as vd
 from harness.evaluate.parent_clock import roofline_and_floor
 from harness.evaluate import parent_clock, prewarm
-from harness.evaluate.correctness import _as_out, _make, input_bytes, n_buffers, sampled_rows
+from harness.evaluate.correctness import _as_out, _make, elementwise, input_bytes, n_buffers, sampled_rows
 from harness.evaluate.process import ChildFailed, ChildProcess, derive_seed
 from harness.tasks import Shape, Task, compare
 
@@ -185,7 +185,7 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
             m = parent_clock.measure({"incumbent": inc_child, "candidate": cand_child}, task, ref_mod, shape, opts,
                                      seeds_for(shape), _output_checker(task, ref_mod, shape),
                                      input_bytes(ref_mod, task, shape),
-                                     sample_rows=not callable(getattr(ref_mod, "compare", None)))
+                                     sample_rows=elementwise(ref_mod))
             for part, sec in m["parts_s"].items():
                 run.timing_parts_s[part] = round(run.timing_parts_s.get(part, 0.0) + sec, 3)
             bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
