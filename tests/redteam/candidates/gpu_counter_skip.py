@@ -8,9 +8,15 @@ older input's softmax or nothing.
 Expect: timed-outputs-correct | impossible-time
 Device: gpu
 """
+import os
+import sys
+
 import torch
 import triton
 import triton.language as tl
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _honest import _softmax_rows  # noqa: E402
 
 AFTER = 300  # calls left honest: past correctness, held-out shapes and hard inputs of one shape
 
@@ -24,25 +30,8 @@ def _bump(counter_ptr):
 def _softmax_rows_sometimes(x_ptr, y_ptr, counter_ptr, n_cols, x_stride, y_stride, AFTER: tl.constexpr,
                             BLOCK: tl.constexpr):
     calls = tl.load(counter_ptr)
-    if calls > AFTER and calls % 2 == 1:
-        return
-    row = tl.program_id(0)
-    m = tl.full([BLOCK], -float("inf"), tl.float32)
-    s = tl.zeros([BLOCK], tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * x_stride + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-        m_new = tl.maximum(m, x)
-        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
-        s = s * alpha + tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
-        m = m_new
-    row_max = tl.max(m, axis=0)
-    row_sum = tl.sum(s * tl.where(m == -float("inf"), 0.0, tl.exp(m - row_max)), axis=0)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * x_stride + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-        tl.store(y_ptr + row * y_stride + cols, (tl.exp(x - row_max) / row_sum).to(y_ptr.dtype.element_ty),
-                 mask=cols < n_cols)
+    if calls <= AFTER or calls % 2 == 0:
+        _softmax_rows(x_ptr, y_ptr, n_cols, x_stride, y_stride, BLOCK)
 
 
 _counter = {}
