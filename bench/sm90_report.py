@@ -13,6 +13,7 @@ memory, wgmma / mma.sync / cp.async instruction counts (in the PTX), compile sec
 of an intercepted kernel) overrides that constexpr at compile time: e.g. BF16_DOT=1, which the
 DSV4 wrappers set only for CUDA inputs. Why: register spills, a dot that did not become wgmma, or a
 load that did not become cp.async explain a slow Triton kernel, and ptxas says so without a GPU.
+SM90_DUMP=/tmp/x writes each kernel's PTX to /tmp/x_<kernel>.ptx (which loads became what).
 """
 from __future__ import annotations
 
@@ -90,6 +91,8 @@ def report(fn, args, meta, overrides) -> dict:
     t0 = time.time()
     k = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32), options=opts)
     ptx = k.asm["ptx"]
+    if os.environ.get("SM90_DUMP"):
+        Path(f"{os.environ['SM90_DUMP']}_{fn.__name__}.ptx").write_text(ptx)
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "k.ptx")
         Path(src).write_text(ptx)
