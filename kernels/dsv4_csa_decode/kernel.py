@@ -36,9 +36,10 @@ import triton
 import triton.language as tl
 
 BLOCK_H = 64  # heads per program: one wgmma M tile; Flash's 64 heads read each KV row once
-BLOCK_N = 32  # keys per loop step (sm_90a: 0-12 B spilled a thread; 64 spills 60-320 B: bench/sm90_report.py)
+BLOCK_N = 64  # keys per loop step: a step's fixed cost is most of it (bench/dsv4_knockout.py on the H200: 32 -> 64 took
+# flash 8k x128 from 102 to 78 us, pro 8k x128 from 309 to 220 us; 128 spills; 16 warps were slower)
 NUM_WARPS = 8  # warps of the partial kernel (two warpgroups: BLOCK_H x 512 fp32 acc in registers)
-NUM_STAGES = 3  # software-pipeline depth asked of Triton; lowered per device until it fits shared memory
+NUM_STAGES = 2  # software-pipeline depth asked of Triton; lowered per device until it fits shared memory
 SPLITS = 0  # 0: automatic (below); n > 0: exactly min(n, key blocks) splits (1 = one launch, no combine)
 WAVES = 1  # automatic splits: at most WAVES x SMs programs in all
 MIN_SPLIT_KEYS = 128  # automatic splits: no split shorter than this many keys
