@@ -119,6 +119,16 @@ def test_real_workload_with_triton_kernels_in_the_interpreter(task):
     assert "timing unavailable" in e2e.format_stack(out)[-1]
 
 
+def test_stacking_a_stateful_workload_compares_first_steps():
+    """The V4 decode step advances its positions and caches on every run: each configuration's first
+    step is compared with the defaults' first step (a second defaults step once read as 'wrong')."""
+    csa = load_task("dsv4_csa_decode")
+    fn = getattr(load_module(csa.baseline_path, "t_csa_stack"), "dsv4_csa_decode")
+    out = e2e.stack(csa, {"dsv4_csa_decode": fn})
+    assert [(r["label"], r["correct"], r["error"]) for r in out["rows"]] == [
+        ("defaults", True, None), ("only dsv4_csa_decode", True, None)]
+
+
 def test_stack_refuses_a_kernel_the_workload_does_not_take(layout_task):
     with pytest.raises(e2e.E2EError, match=r"layout_e2e.py: TASKS = \('softmax',\) does not take \['rmsnorm'\]"):
         e2e.stack(layout_task, {"rmsnorm": incumbent})
