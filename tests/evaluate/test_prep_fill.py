@@ -67,3 +67,24 @@ def test_the_plain_inputs_keep_their_scale():
     ref = load_task("rmsnorm").load_reference()
     x, w = ref.make_inputs({"rows": 64, "cols": 4096}, torch.bfloat16, 5, "cpu")
     assert 1.9 < x.float().std().item() < 2.1 and 0.5 <= w.float().min().item() and w.float().max().item() <= 1.5
+
+
+def test_a_fill_that_writes_other_values_is_refused_at_load(tmp_path):
+    """A fill_inputs that drifted from make_inputs (here: another scale) would fail every timed output,
+    the incumbent's too: the loader names it instead."""
+    import shutil
+
+    from harness.tasks import TaskError
+
+    d = tmp_path / "softmax_copy"
+    shutil.copytree(load_task("softmax").root, d)
+    ref = d / "reference.py"
+    text = ref.read_text()
+    ref.write_text(text + "\n\ndef make_inputs(dims, dtype, seed, device):  # made apart from the fill\n"
+                          "    g = torch.Generator().manual_seed(seed)\n"
+                          "    return (torch.empty(dims['rows'], dims['cols'], dtype=dtype).normal_(0.0, 4.0, generator=g),)\n"
+                          "\n\ndef fill_inputs(xs, dims, seed):  # whose scale drifted\n"
+                          "    xs[0].normal_(0.0, 3.0, generator=torch.Generator().manual_seed(seed))\n"
+                          "    return True\n")
+    with pytest.raises(TaskError, match="fill_inputs.*other values"):
+        load_task(d)
