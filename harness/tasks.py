@@ -401,7 +401,32 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     if check_null:
         check_null_outputs_fail(task, ref)
         check_hard_cases(task, ref)
+        check_fill(task, ref)
     return task
+
+
+def check_fill(task: Task, ref_mod: ModuleType) -> None:
+    """Refuse a fill_inputs(xs, dims, seed) that writes other values than make_inputs makes for that
+    seed (the child refills timed batches with it, the parent rebuilds a checked call with make_inputs:
+    a mismatch would fail every timed output, the incumbent's too)."""
+    import torch  # ~1 s: not at --help's start (as above)
+
+    fill = getattr(ref_mod, "fill_inputs", None)
+    if fill is None:
+        return
+    dt = getattr(torch, task.dtypes[0])
+    for shape in task.interpreter_shapes:
+        try:
+            xs = ref_mod.make_inputs(shape.dims, dt, 1, "cpu")
+            xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
+            filled = fill(xs, shape.dims, 2)
+            want = ref_mod.make_inputs(shape.dims, dt, 2, "cpu")
+        except Exception as e:  # a task author's bug: say where
+            raise TaskError(task.reference_path, "fill_inputs", f"failed on {shape.name!r}: {type(e).__name__}: {e}") from None
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        if filled and not all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b for a, b in zip(xs, want)):
+            raise TaskError(task.reference_path, "fill_inputs",
+                            f"wrote other values than make_inputs makes for the same seed on {shape.name!r}")
 
 
 def hard_cases(ref_mod: ModuleType) -> dict[str, str] | None:

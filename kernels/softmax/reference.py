@@ -11,14 +11,32 @@ HARD_CASES = {
 }
 
 
-def make_inputs(dims, dtype, seed, device):
+def fill_inputs(xs, dims, seed):
+    """make_inputs(dims, x.dtype, seed, x.device)'s values written into xs, an earlier make_inputs
+    result of the same dims, dtype and device (the harness refills a timed batch's inputs in place with
+    it). One kernel writing the dtype directly: the fp32 draw, scale and cast it replaced made ~11x the
+    memory traffic (prep was 5.6 s of a softmax eval on the H200). False for a hard case (not made so)."""
+    if dims.get("case") is not None:
+        return False
+    (x,) = xs
     # Generated on the device itself: the harness makes every call's inputs twice (its copy and the
     # candidate's), and on a CPU generator a 128k-column shape took seconds each time.
-    g = torch.Generator(device=device).manual_seed(seed)
+    g = torch.Generator(device=x.device).manual_seed(seed)
+    # Scale 4 gives rows with a few dominant entries, so max-subtraction matters (drawn in fp32,
+    # rounded once to the dtype).
+    x.normal_(0.0, 4.0, generator=g)
+    return True
+
+
+def make_inputs(dims, dtype, seed, device):
     rows, cols = dims["rows"], dims["cols"]
-    # Scale 4 gives rows with a few dominant entries, so max-subtraction matters.
-    x = torch.randn(rows, cols, generator=g, dtype=torch.float32, device=device) * 4.0
     case = dims.get("case")
+    if case is None:
+        x = torch.empty(rows, cols, dtype=dtype, device=device)
+        fill_inputs((x,), dims, seed)  # the timed batches' refill: the same values by construction
+        return (x,)
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(rows, cols, generator=g, dtype=torch.float32, device=device) * 4.0
     if case == "huge values":
         x = x * 2500.0
     elif case == "-inf masks":

@@ -244,3 +244,17 @@ def test_a_kernel_that_skips_every_eighth_row_is_caught_by_the_sampled_rows(chil
     cand = m["roles"]["candidate"]
     assert got and all(s == (channel_rows(), 96) for s in got)
     assert cand["checked"] >= 2 and cand["bad"] >= cand["checked"] - 1
+
+
+def test_a_cache_keyed_on_the_input_address_meets_the_same_buffers_with_fresh_values(children):
+    """Batches keep their inputs and refill them in place (graphed or eager): a kernel that caches by
+    address hits from the second batch on and serves the last batch's outputs, which the parent's
+    check of the fresh inputs refuses (the batches checked always include the last)."""
+    m, rules = _measure(children, "gpu_ptr_cache.py")
+    cand = m["roles"]["candidate"]
+    assert cand["bad"] >= 1 and "timed-outputs-correct" in rules
+
+
+def test_a_refill_turned_into_a_no_op_is_named_and_its_stale_outputs_refused(children):
+    m, rules = _measure(children, "fill_skip.py")
+    assert m["roles"]["candidate"]["bad"] >= 1 and {"timed-outputs-correct", "harness-patched"} <= rules

@@ -1,0 +1,165 @@
+"""Issue 18: what a timed batch's `prep` costs the child, before and after the in-place refill.
+
+Each timed batch starts with the child writing n fresh input sets (from the parent's seeds) into the
+buffers its captured CUDA graph reads (harness/evaluate/child.py Child._refill). This times that call,
+the harness's own code, on two input makers:
+  before  the pre-change makers, verbatim from 6107866 (softmax: an fp32 draw, a scale and a cast,
+          then a copy into the graph's buffer; csa decode: a host randperm per sequence, each waiting
+          on the device for its count): every set made and copied, as _refill did then;
+  after   the task's reference.py now: softmax's fill_inputs writes make_inputs's values in place, one
+          kernel; csa decode still made and copied, its indices drawn in one device op.
+n is the harness's own batch size for the shape at a call time of 1 µs (so the byte cap decides:
+parent_clock.calls_per_batch, inputs + outputs); ms per batch is the median over --reps batches, each
+ended by a device sync. `same` checks two sets of the refilled batch against make_inputs of their
+seeds (what the parent rebuilds to check a call): they must be bit-identical. `fresh`: no two sets of
+a batch hold the same values.
+
+  python bench/prep_cost.py            # on the GPU: softmax 4k x 4k, csa decode flash 64k x64 (< 1 min)
+  python bench/prep_cost.py --cpu      # small shapes on the CPU: the plumbing only
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness.evaluate import parent_clock  # noqa: E402
+from harness.evaluate.child import Child  # noqa: E402
+from harness.tasks import load_task  # noqa: E402
+
+# The makers before this change, verbatim (softmax: its default case; csa: build_inputs), run in the
+# namespace of today's reference.py (the helpers they call are unchanged).
+OLD_SOFTMAX = '''
+def make_inputs(dims, dtype, seed, device):
+    g = torch.Generator(device=device).manual_seed(seed)
+    rows, cols = dims["rows"], dims["cols"]
+    x = torch.randn(rows, cols, generator=g, dtype=torch.float32, device=device) * 4.0
+    return (x.to(dtype=dtype),)
+'''
+OLD_CSA = '''
+def make_inputs(dims, dtype, seed, device, pos_shift=0, topk_override=None, all_visible_indices=False,
+                lens=None, extreme_sinks=False):
+    B, H, ctx = dims["batch"], dims["heads"], dims["ctx"]
+    topk = topk_override or dims["topk"]
+    n4 = ctx // RATIO
+    lens = (ragged_lengths(dims, seed) if lens is None else lens).to(device)
+    pos = lens - 1
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = _rmsnormed(g, (B, H, D), device)
+    q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + 1e-6)  # DS: unweighted per-head RMSNorm
+    kv_win = _rmsnormed(g, (B, WINDOW, D), device)
+    comp = _rmsnormed(g, (B, n4, D), device)
+    slot = torch.arange(WINDOW, device=device)
+    slot_pos = pos[:, None] - torch.remainder(pos[:, None] - slot[None, :], WINDOW)  # position in slot s
+    window_len = torch.clamp(lens, max=WINDOW)
+    n_vis = lens // RATIO
+    c, s = rope_cos_sin(pos + pos_shift)
+    q = apply_rope(q, c[:, None], s[:, None])
+    cw, sw = rope_cos_sin(slot_pos.clamp(min=0) + pos_shift)
+    kv_win = apply_rope(kv_win, cw, sw)
+    ce, se = rope_cos_sin(torch.arange(n4, device=device) * RATIO + pos_shift)
+    comp = apply_rope(comp, ce[None], se[None])
+    kv_win = torch.where((slot[None, :] < window_len[:, None])[..., None], kv_win, 50.0)
+    comp = torch.where((torch.arange(n4, device=device)[None, :] < n_vis[:, None])[..., None], comp, -50.0)
+    idx = torch.full((B, topk), -1, dtype=torch.int32, device=device)
+    gi = torch.Generator().manual_seed(seed + 1)
+    for b in range(B):
+        nv = int(n_vis[b])
+        k = min(topk, nv)
+        sel = torch.randperm(nv, generator=gi)[:k]
+        idx[b, :k] = sel.to(device=device, dtype=torch.int32)
+    sinks = (torch.rand(H, generator=g, device=device) * 10 - 2).float()
+    return (q.to(dtype), kv_win.to(dtype), window_len.to(torch.int32), comp.to(dtype), idx, sinks, c, s)
+'''
+
+GPU_CASES = [("softmax", "4k x 4k", OLD_SOFTMAX), ("dsv4_csa_decode", "flash 64k x64", OLD_CSA)]
+CPU_CASES = [("softmax", {"rows": 256, "cols": 4096}, OLD_SOFTMAX),
+             ("dsv4_csa_decode", {"batch": 4, "heads": 16, "topk": 64, "ctx": 8192, "min_ctx": 2048}, OLD_CSA)]
+
+
+def old_maker(ref: types.ModuleType, src: str) -> types.SimpleNamespace:
+    ns = dict(vars(ref))
+    exec(src, ns)  # noqa: S102 - the harness's own pre-change code, above
+    return types.SimpleNamespace(make_inputs=ns["make_inputs"])  # no fill_inputs: made and copied
+
+
+def child_with(ref: object, dtype: torch.dtype, device: str) -> Child:
+    """The child's own _refill, on an object holding just what it reads."""
+    c = Child.__new__(Child)
+    c.torch, c.ref, c.make_inputs, c.dtype, c.device = torch, ref, ref.make_inputs, dtype, device
+    return c
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def per_batch_ms(c: Child, bufs: list, dims: dict, n: int, reps: int, device: str, base: int) -> list[float]:
+    out = []
+    for r in range(reps + 1):  # the first: allocator and kernels warm
+        seeds = [base + r * n + i for i in range(n)]
+        sync(device)
+        t0 = time.perf_counter()
+        assert c._refill(bufs, dims, seeds), "the refill fell back to a new capture"
+        sync(device)
+        if r:
+            out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cpu", action="store_true", help="small shapes on the CPU (the plumbing only)")
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    device = "cpu" if a.cpu or not torch.cuda.is_available() else "cuda"
+    rows = []
+    for name, shape, old_src in (CPU_CASES if device == "cpu" else GPU_CASES):
+        task = load_task(name)
+        ref = task.load_reference()
+        dims = shape if isinstance(shape, dict) else next(s.dims for s in task.shapes if s.name == shape)
+        label = shape if isinstance(shape, str) else "cpu " + "x".join(str(v) for v in shape.values())
+        dt = getattr(torch, task.dtypes[0])
+        one = ref.make_inputs(dims, dt, 0, device)
+        in_b = sum(x.numel() * x.element_size() for x in one if isinstance(x, torch.Tensor))
+        out = ref.reference(*one)
+        out_b = out.numel() * out.element_size()
+        del one, out
+        free = torch.cuda.mem_get_info()[0] // 4 if device == "cuda" else 2 ** 30
+        n = parent_clock.calls_per_batch(1.0, in_b + out_b, free)
+        if device == "cpu":
+            n = min(n, 8)
+        figs = {}
+        for path, maker in (("before", old_maker(ref, old_src)), ("after", ref)):
+            c = child_with(maker, dt, device)
+            bufs = [c.inputs(dims, 10_000_000 + i) for i in range(n)]
+            figs[path] = per_batch_ms(c, bufs, dims, n, a.reps, device, 1000 if path == "before" else 2000)
+            if path == "after":  # the last batch's seeds: 2000 + reps * n + i
+                last = [2000 + a.reps * n + i for i in range(n)]
+                same = all(all(torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y
+                               for x, y in zip(bufs[j], c.inputs(dims, last[j]))) for j in (0, n - 1))
+                fresh = n < 2 or not any(torch.equal(x, y) for x, y in zip(bufs[0], bufs[1])
+                                         if isinstance(x, torch.Tensor) and x.numel() > 64)
+            del bufs, c
+            if device == "cuda":
+                torch.cuda.empty_cache()
+        b, f = statistics.median(figs["before"]), statistics.median(figs["after"])
+        rows.append((name, label, n, in_b / 2 ** 20, b, f, same, fresh))
+    dev = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    print(f"\nprep per timed batch (child's _refill + device sync), {dev}, median of {a.reps}")
+    print(f"{'task':16} {'shape':22} {'n':>4} {'MiB/set':>8} {'before ms':>10} {'after ms':>9} {'x':>6}  same  fresh")
+    for name, label, n, mib, b, f, same, fresh in rows:
+        print(f"{name:16} {label:22} {n:4d} {mib:8.1f} {b:10.2f} {f:9.2f} {b / max(f, 1e-9):6.2f}  "
+              f"{'yes' if same else 'NO':4}  {'yes' if fresh else 'NO'}")
+    return 0 if all(r[6] and r[7] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
