@@ -1,0 +1,149 @@
+"""Softmax, a long row split over CHUNKS programs: every row read from HBM once, whatever its length.
+
+A row of 128k bf16 does not fit one program's registers, so a one-program-per-row kernel reads it
+twice (online two-pass: at most ~2/3 of copy bandwidth). Here a long row is cut into CHUNKS pieces,
+each held in registers by its own program; the programs of a row exchange their partials (piece max,
+piece sum of exp) through a small global scratch and wait for each other at a per-row-group barrier
+made of global atomics, then each scales and writes its piece. The grid is persistent and at most
+one program per SM (CHUNKS programs a group, each group walks rows g, g + groups, ...), so all
+programs of a group are resident and the spin-wait cannot deadlock. While waiting, the next row's
+piece is already being loaded (issued before the barrier), so the memory system stays busy.
+
+Short and medium rows (at most MAX_ONEPASS, padded to a power of two) take the one-pass kernel:
+TILE elements a program, several whole rows for short ones, ELEMS fp32 values a thread.
+
+The barrier (why it is shaped so): a counter and a generation flag per group, in a scratch kept per
+device and zeroed once. A program reads the flag, publishes its partial, arrives on the counter; the
+last to arrive resets the counter to 0 and bumps the flag; the others spin until the flag moves.
+Nothing depends on a value passed from Python per call, so CUDA-graph replay (the harness times
+replays) finds the counters at 0 again after every complete call, and any CHUNKS may follow any
+other. Partials are double-buffered by the parity of the row's iteration: a program can be at most
+one row ahead of the slowest of its group, so it never overwrites a slot still being read.
+Two calls on two streams at once would share the scratch: this file assumes one stream.
+"""
+import torch
+import triton
+import triton.language as tl
+
+# warpsmith: tune TILE in [2048, 4096, 8192, 16384]
+# warpsmith: tune ELEMS in [8, 16, 32]
+# Longest row (padded to a power of two) kept whole in one program; longer rows are split.
+# warpsmith: tune MAX_ONEPASS in [8192, 16384, 32768]
+# Fewest programs a long row is split over; more when a piece would exceed MAX_PIECE elements.
+# warpsmith: tune CHUNKS in [2, 4, 8, 16]
+# warpsmith: tune MAX_PIECE in [4096, 8192, 16384, 32768]
+# warpsmith: tune LONG_WARPS in [8, 16, 32]
+# A piece lives in registers: its exp values (fp32) plus the next row's prefetched piece (bf16, half a
+# register each) per thread, within 255 registers a thread and the 64K-register file of one SM
+# (the one program of that SM has it all).
+# warpsmith: require 3 * MAX_PIECE // (2 * 32 * LONG_WARPS) <= min(128, 65536 // (32 * LONG_WARPS) // 2)
+TILE = 8192
+ELEMS = 16
+MAX_ONEPASS = 16384
+CHUNKS = 8
+MAX_PIECE = 16384
+LONG_WARPS = 16
+
+_SCRATCH = {}  # device index -> (barrier counters/flags int32, partials fp32): never results
+
+
+@triton.jit
+def _softmax_whole_rows(x_ptr, y_ptr, n_rows, n_cols, x_stride, y_stride,
+                        ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    r = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    c = tl.arange(0, BLOCK)
+    inside = (r[:, None] < n_rows) & (c[None, :] < n_cols)
+    offs = r[:, None].to(tl.int64) * x_stride + c[None, :]
+    v = tl.load(x_ptr + offs, mask=inside, other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
+    top = tl.max(v, axis=1)
+    top = tl.where(top == -float("inf"), 0.0, top)  # padding rows (never stored) stay finite
+    ex = tl.exp(v - top[:, None])
+    scale = 1.0 / tl.maximum(tl.sum(ex, axis=1), 1e-30)
+    out = r[:, None].to(tl.int64) * y_stride + c[None, :]
+    tl.store(y_ptr + out, (ex * scale[:, None]).to(y_ptr.dtype.element_ty), mask=inside,
+             eviction_policy="evict_first")
+
+
+@triton.jit
+def _softmax_split(x_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_stride, n_groups,
+                   n_slots, CHUNKS: tl.constexpr, CHUNKS_P2: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    grp = pid // CHUNKS
+    cols = (pid % CHUNKS) * BLOCK + tl.arange(0, BLOCK)
+    in_row = cols < n_cols
+    mates = grp * CHUNKS + tl.arange(0, CHUNKS_P2)  # this group's programs: their partial slots
+    mate_ok = tl.arange(0, CHUNKS_P2) < CHUNKS
+    count_ptr = bar_ptr + grp * 2
+    flag_ptr = count_ptr + 1
+    x = tl.load(x_ptr + grp.to(tl.int64) * x_stride + cols, mask=cols < tl.where(grp < n_rows, n_cols, 0), other=-float("inf"),
+                eviction_policy="evict_first")
+    for row in range(grp, n_rows, n_groups):
+        v = x.to(tl.float32)
+        top = tl.max(v, axis=0)
+        top = tl.where(top == -float("inf"), 0.0, top)  # a piece past the row's end or all -inf: sum 0
+        ex = tl.exp(v - top)
+        total = tl.sum(ex, axis=0)
+        slot = ((row - grp) // n_groups) % 2 * n_slots
+        # The flag is read (from L2: an atomic) before this program arrives, so it is this generation's.
+        gen = tl.atomic_add(flag_ptr, 0, sem="relaxed", scope="gpu")
+        tl.store(part_ptr + (slot + pid) * 2, top)
+        tl.store(part_ptr + (slot + pid) * 2 + 1, total)
+        # The next row's piece is requested now: its loads are in flight during the wait below.
+        nxt = row + n_groups
+        x = tl.load(x_ptr + tl.cast(nxt, tl.int64) * x_stride + cols, mask=cols < tl.where(nxt < n_rows, n_cols, 0),
+                    other=-float("inf"), eviction_policy="evict_first")
+        tl.debug_barrier()  # every thread's partial store precedes the release below
+        seen = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
+        if seen == CHUNKS - 1:  # last to arrive: reset for the next generation, then release the rest
+            tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")
+            tl.atomic_add(flag_ptr, 1, sem="release", scope="gpu")
+        else:
+            now = gen
+            while now == gen:
+                now = tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu")
+        tl.debug_barrier()
+        # Volatile: past L1, which is not coherent across SMs (an older generation's value may sit there).
+        tops = tl.load(part_ptr + (slot + mates) * 2, mask=mate_ok, other=-float("inf"), volatile=True)
+        sums = tl.load(part_ptr + (slot + mates) * 2 + 1, mask=mate_ok, other=0.0, volatile=True)
+        big = tl.max(tops, axis=0)
+        denom = tl.sum(sums * tl.exp(tops - big), axis=0)
+        y = ex * (tl.exp(top - big) / denom)
+        tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row,
+                 eviction_policy="evict_first")
+
+
+def _scratch(device, slots):
+    key = device.index if device.type == "cuda" else -1
+    if key not in _SCRATCH or _SCRATCH[key][1].shape[1] < slots:
+        # Zeroed once: every complete launch leaves the counters at 0 again (the flags may be anything).
+        _SCRATCH[key] = (torch.zeros(2 * slots, dtype=torch.int32, device=device),
+                         torch.zeros((2, slots, 2), dtype=torch.float32, device=device))
+    return _SCRATCH[key]
+
+
+def softmax(x):
+    x = x.contiguous()
+    rows, cols = x.shape
+    y = torch.empty_like(x)
+    width = triton.next_power_of_2(cols)
+    if width <= MAX_ONEPASS:
+        per = max(1, min(TILE // width, triton.next_power_of_2(rows)))
+        warps = min(32, max(1, per * width // (32 * ELEMS)))
+        _softmax_whole_rows[(triton.cdiv(rows, per),)](x, y, rows, cols, x.stride(0), y.stride(0),
+                                                       ROWS=per, BLOCK=width, num_warps=warps)
+        return y
+    if x.is_cuda:
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+        chunks = max(CHUNKS, triton.next_power_of_2(triton.cdiv(cols, MAX_PIECE)))
+        chunks = max(1, min(chunks, sms))  # never more programs than SMs: all must be resident
+    else:
+        # Triton's interpreter (CI) runs the programs one after another: a program waiting for its
+        # group would wait forever, so off the GPU a row is one piece and the barrier passes at once.
+        sms, chunks = 1, 1
+    groups = max(1, min(rows, sms // chunks))
+    bar, part = _scratch(x.device, groups * chunks)
+    block = triton.next_power_of_2(triton.cdiv(cols, chunks))
+    _softmax_split[(groups * chunks,)](x, y, bar, part, rows, cols, x.stride(0), y.stride(0), groups,
+                                       part.shape[1], CHUNKS=chunks, CHUNKS_P2=triton.next_power_of_2(chunks),
+                                       BLOCK=block, num_warps=LONG_WARPS)
+    return y
