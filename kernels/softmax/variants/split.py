@@ -31,12 +31,13 @@ import triton.language as tl
 # warpsmith: tune MAX_ONEPASS in [8192, 16384, 32768]
 # Fewest programs a long row is split over; more when a piece would exceed MAX_PIECE elements.
 # warpsmith: tune CHUNKS in [2, 4, 8, 16]
-# warpsmith: tune MAX_PIECE in [4096, 8192, 16384, 32768]
+# warpsmith: tune MAX_PIECE in [4096, 8192, 16384]
 # warpsmith: tune LONG_WARPS in [8, 16, 32]
 # A piece lives in registers: its exp values (fp32) plus the next row's prefetched piece (bf16, half a
-# register each) per thread, within 255 registers a thread and the 64K-register file of one SM
-# (the one program of that SM has it all).
-# warpsmith: require 3 * MAX_PIECE // (2 * 32 * LONG_WARPS) <= min(128, 65536 // (32 * LONG_WARPS) // 2)
+# register each): at most 128 registers a thread for them, and at most half of the SM's 64K registers
+# (the one program of that SM has them all; the rest is ptxas's working room).
+# warpsmith: require 3 * MAX_PIECE // (2 * 32 * LONG_WARPS) <= 128
+# warpsmith: require 3 * MAX_PIECE // 2 <= 32768
 TILE = 8192
 ELEMS = 16
 MAX_ONEPASS = 16384
@@ -141,7 +142,7 @@ def softmax(x):
         # group would wait forever, so off the GPU a row is one piece and the barrier passes at once.
         sms, chunks = 1, 1
     groups = max(1, min(rows, sms // chunks))
-    bar, part = _scratch(x.device, groups * chunks)
+    bar, part = _scratch(x.device, sms)
     block = triton.next_power_of_2(triton.cdiv(cols, chunks))
     _softmax_split[(groups * chunks,)](x, y, bar, part, rows, cols, x.stride(0), y.stride(0), groups,
                                        part.shape[1], CHUNKS=chunks, CHUNKS_P2=triton.next_power_of_2(chunks),
