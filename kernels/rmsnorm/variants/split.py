@@ -26,19 +26,19 @@ import triton.language as tl
 # warpsmith: tune ELEMS in [8, 16, 32]
 # Longest row (padded to a power of two) kept whole in one program; longer rows are split.
 # warpsmith: tune MAX_ONEPASS in [8192, 16384, 32768]
-# Fewest programs a long row is split over; more when a piece would exceed MAX_PIECE elements.
+# Fewest programs a long row is split over; more when a piece would exceed MAX_PIECE elements
+# (with the defaults: 128k rows in 8 pieces of 16384, 32k rows in 2; the interpreter's 20000 split too).
 # warpsmith: tune CHUNKS in [2, 4, 8, 16]
-# warpsmith: tune MAX_PIECE in [4096, 8192, 16384]
+# warpsmith: tune MAX_PIECE in [4096, 8192, 16384, 32768]
 # warpsmith: tune LONG_WARPS in [8, 16, 32]
-# A piece lives in registers as loaded (bf16, half a register an element): the row's piece, the
-# next row's and the weight's: at most 128 registers a thread for them, and at most half of the SM's
-# 64K registers (the one program of that SM has them all; the rest is ptxas's working room).
-# warpsmith: require 3 * MAX_PIECE // (2 * 32 * LONG_WARPS) <= 128
-# warpsmith: require 3 * MAX_PIECE // 2 <= 32768
+# A piece lives in registers as loaded (bf16, half a register an element): the row's piece, the next
+# row's and the weight's. At most 64 elements a thread (ptxas, sm_90a: 16384 at 8 warps 210 registers,
+# at 16 warps 116; 32768 at 32 warps 64 with 120 bytes spilled): one program of an SM always fits it.
+# warpsmith: require MAX_PIECE // (32 * LONG_WARPS) <= 64
 TILE = 8192
 ELEMS = 16
 MAX_ONEPASS = 16384
-CHUNKS = 8
+CHUNKS = 2
 MAX_PIECE = 16384
 LONG_WARPS = 16
 EPS = 1e-6
@@ -130,7 +130,8 @@ def rmsnorm(x, weight):
         return y
     if x.is_cuda:
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-        chunks = max(CHUNKS, triton.next_power_of_2(triton.cdiv(cols, MAX_PIECE)))
+        # The fewest pieces of at most MAX_PIECE (any count: only a piece's width is a power of two).
+        chunks = max(CHUNKS, triton.cdiv(cols, MAX_PIECE))
         chunks = max(1, min(chunks, sms))  # never more programs than SMs: all must be resident
     else:
         # Triton's interpreter (CI) runs the programs one after another: a program waiting for its

@@ -29,19 +29,19 @@ import triton.language as tl
 # warpsmith: tune ELEMS in [8, 16, 32]
 # Longest row (padded to a power of two) kept whole in one program; longer rows are split.
 # warpsmith: tune MAX_ONEPASS in [8192, 16384, 32768]
-# Fewest programs a long row is split over; more when a piece would exceed MAX_PIECE elements.
+# Fewest programs a long row is split over; more when a piece would exceed MAX_PIECE elements
+# (with the defaults: 128k rows in 8 pieces of 16384, 32k rows in 2; the interpreter's 20000 split too).
 # warpsmith: tune CHUNKS in [2, 4, 8, 16]
-# warpsmith: tune MAX_PIECE in [4096, 8192, 16384]
+# warpsmith: tune MAX_PIECE in [4096, 8192, 16384, 32768]
 # warpsmith: tune LONG_WARPS in [8, 16, 32]
-# A piece lives in registers: its exp values (fp32) plus the next row's prefetched piece (bf16, half a
-# register each): at most 128 registers a thread for them, and at most half of the SM's 64K registers
-# (the one program of that SM has them all; the rest is ptxas's working room).
-# warpsmith: require 3 * MAX_PIECE // (2 * 32 * LONG_WARPS) <= 128
-# warpsmith: require 3 * MAX_PIECE // 2 <= 32768
+# A piece lives in registers: its exp values (fp32) and the next row's piece (bf16, half a register
+# an element). At most 64 elements a thread (ptxas, sm_90a: 16384 at 8 warps 126 registers,
+# at 16 warps 82; 32768 at 32 warps 64, no spill): the one program of an SM always fits it.
+# warpsmith: require MAX_PIECE // (32 * LONG_WARPS) <= 64
 TILE = 8192
 ELEMS = 16
 MAX_ONEPASS = 16384
-CHUNKS = 8
+CHUNKS = 2
 MAX_PIECE = 16384
 LONG_WARPS = 16
 
@@ -76,13 +76,14 @@ def _softmax_split(x_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_
     mate_ok = tl.arange(0, CHUNKS_P2) < CHUNKS
     count_ptr = bar_ptr + grp * 2
     flag_ptr = count_ptr + 1
-    x = tl.load(x_ptr + grp.to(tl.int64) * x_stride + cols, mask=cols < tl.where(grp < n_rows, n_cols, 0), other=-float("inf"),
-                eviction_policy="evict_first")
+    x = tl.load(x_ptr + tl.cast(grp, tl.int64) * x_stride + cols, mask=cols < tl.where(grp < n_rows, n_cols, 0),
+                other=-float("inf"), eviction_policy="evict_first")
     for row in range(grp, n_rows, n_groups):
         v = x.to(tl.float32)
+        # A piece past the row's end or all -inf publishes -inf (weight 0 below, whatever the row's max:
+        # a 0 there would outweigh a row of -1e4 and leave 0/0), and shifts its exps by 0 (sum 0).
         top = tl.max(v, axis=0)
-        top = tl.where(top == -float("inf"), 0.0, top)  # a piece past the row's end or all -inf: sum 0
-        ex = tl.exp(v - top)
+        ex = tl.exp(v - tl.where(top == -float("inf"), 0.0, top))
         total = tl.sum(ex, axis=0)
         slot = ((row - grp) // n_groups) % 2 * n_slots
         # The flag is read (from L2: an atomic) before this program arrives, so it is this generation's.
@@ -108,7 +109,7 @@ def _softmax_split(x_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_
         sums = tl.load(part_ptr + (slot + mates) * 2 + 1, mask=mate_ok, other=0.0, volatile=True)
         big = tl.max(tops, axis=0)
         denom = tl.sum(sums * tl.exp(tops - big), axis=0)
-        y = ex * (tl.exp(top - big) / denom)
+        y = ex * (tl.exp(top - big) / denom)  # big is finite (a row has a finite entry): no NaN
         tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row,
                  eviction_policy="evict_first")
 
@@ -135,7 +136,8 @@ def softmax(x):
         return y
     if x.is_cuda:
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-        chunks = max(CHUNKS, triton.next_power_of_2(triton.cdiv(cols, MAX_PIECE)))
+        # The fewest pieces of at most MAX_PIECE (any count: only a piece's width is a power of two).
+        chunks = max(CHUNKS, triton.cdiv(cols, MAX_PIECE))
         chunks = max(1, min(chunks, sms))  # never more programs than SMs: all must be resident
     else:
         # Triton's interpreter (CI) runs the programs one after another: a program waiting for its
