@@ -92,8 +92,10 @@ def test_split_variant_on_its_whole_row_and_split_paths(task_name, tmp_path):
         for dims in ({"rows": 37, "cols": 100}, {"rows": 5, "cols": 1500}):
             _check(task, getattr(mod, task.entry), dims)
     mod.MAX_ONEPASS = 1024
-    for cols in (1025, 2047, 3001):
-        _check(task, getattr(mod, task.entry), {"rows": 5, "cols": cols})
+    for prefetch in (1, 2):  # the next row's piece, or the next two rows', loading during the barrier
+        mod.PREFETCH = prefetch
+        for cols in (1025, 2047, 3001):
+            _check(task, getattr(mod, task.entry), {"rows": 5, "cols": cols})
     for case in getattr(task.load_reference(), "HARD_CASES", {}):  # -inf masks, huge values...
         _check(task, getattr(mod, task.entry), {"rows": 4, "cols": 3001, "case": case})
     # Called again: the barrier's counters were left at 0 by the last arrival, ready for the next call.

@@ -35,12 +35,16 @@ import triton.language as tl
 # row's and the weight's. At most 64 elements a thread (ptxas, sm_90a: 16384 at 8 warps 210 registers,
 # at 16 warps 116; 32768 at 32 warps 64 with 120 bytes spilled): one program of an SM always fits it.
 # warpsmith: require MAX_PIECE // (32 * LONG_WARPS) <= 64
+# Rows ahead whose pieces are loading while a row waits at its barrier (bytes in flight per SM).
+# warpsmith: tune PREFETCH in [1, 2]
+# warpsmith: require PREFETCH * MAX_PIECE // (32 * LONG_WARPS) <= 64
 TILE = 8192
 ELEMS = 16
 MAX_ONEPASS = 16384
 CHUNKS = 2
 MAX_PIECE = 16384
 LONG_WARPS = 16
+PREFETCH = 2
 EPS = 1e-6
 
 _SCRATCH = {}  # device index -> (barrier counters/flags int32, partials fp32): never results
@@ -64,7 +68,8 @@ def _rmsnorm_whole_rows(x_ptr, w_ptr, y_ptr, n_rows, n_cols, x_stride, y_stride,
 
 @triton.jit
 def _rmsnorm_split(x_ptr, w_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_stride, eps, n_groups,
-                   n_slots, CHUNKS: tl.constexpr, CHUNKS_P2: tl.constexpr, BLOCK: tl.constexpr):
+                   n_slots, CHUNKS: tl.constexpr, CHUNKS_P2: tl.constexpr, BLOCK: tl.constexpr,
+                   PREFETCH: tl.constexpr):
     pid = tl.program_id(0)
     grp = pid // CHUNKS
     cols = (pid % CHUNKS) * BLOCK + tl.arange(0, BLOCK)
@@ -76,6 +81,10 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_str
     w = tl.load(w_ptr + cols, mask=in_row, other=0.0)  # the same piece of the weight for every row
     x = tl.load(x_ptr + tl.cast(grp, tl.int64) * x_stride + cols, mask=cols < tl.where(grp < n_rows, n_cols, 0),
                 other=0.0, eviction_policy="evict_first")
+    x2 = x  # PREFETCH == 2: the row after next, also in flight
+    if PREFETCH == 2:
+        x2 = tl.load(x_ptr + tl.cast(grp + n_groups, tl.int64) * x_stride + cols,
+                     mask=cols < tl.where(grp + n_groups < n_rows, n_cols, 0), other=0.0, eviction_policy="evict_first")
     for row in range(grp, n_rows, n_groups):
         cur = x
         v = cur.to(tl.float32)
@@ -84,10 +93,15 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_str
         # The flag is read (from L2: an atomic) before this program arrives, so it is this generation's.
         gen = tl.atomic_add(flag_ptr, 0, sem="relaxed", scope="gpu")
         tl.store(part_ptr + slot + pid, sq)
-        # The next row's piece is requested now: its loads are in flight during the wait below.
-        nxt = row + n_groups
-        x = tl.load(x_ptr + tl.cast(nxt, tl.int64) * x_stride + cols, mask=cols < tl.where(nxt < n_rows, n_cols, 0),
-                    other=0.0, eviction_policy="evict_first")
+        # The next rows' pieces are requested now (PREFETCH rows ahead): in flight during the wait below.
+        nxt = row + PREFETCH * n_groups
+        nxt_x = tl.load(x_ptr + tl.cast(nxt, tl.int64) * x_stride + cols, mask=cols < tl.where(nxt < n_rows, n_cols, 0),
+                        other=0.0, eviction_policy="evict_first")
+        if PREFETCH == 2:
+            x = x2
+            x2 = nxt_x
+        else:
+            x = nxt_x
         tl.debug_barrier()  # every thread's partial store precedes the release below
         seen = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
         if seen == CHUNKS - 1:  # last to arrive: reset for the next generation, then release the rest
@@ -142,5 +156,5 @@ def rmsnorm(x, weight):
     block = triton.next_power_of_2(triton.cdiv(cols, chunks))
     _rmsnorm_split[(groups * chunks,)](x, weight, y, bar, part, rows, cols, x.stride(0), y.stride(0), EPS, groups,
                                        part.shape[1], CHUNKS=chunks, CHUNKS_P2=triton.next_power_of_2(chunks),
-                                       BLOCK=block, num_warps=LONG_WARPS)
+                                       BLOCK=block, PREFETCH=PREFETCH, num_warps=LONG_WARPS)
     return y
