@@ -7,8 +7,8 @@ piece's sum of squares to a small global scratch and wait for each other at a pe
 made of global atomics, then each scales and writes its piece. The grid is persistent and at most
 one program per SM (CHUNKS programs a group, each group walks rows g, g + groups, ...), so all
 programs of a group are resident and the spin-wait cannot deadlock. A program always handles the
-same piece of the row, so its slice of the weight is loaded once; the next row's piece is requested
-before the barrier, so its loads are in flight during the wait.
+same piece of the row, so its slice of the weight is loaded once; the next PREFETCH rows' pieces are
+requested before the barrier, so their loads are in flight during the wait.
 
 Short and medium rows (at most MAX_ONEPASS, padded to a power of two) take the one-pass kernel:
 TILE elements a program, several whole rows for short ones, ELEMS fp32 values a thread.

@@ -6,8 +6,8 @@ each held in registers by its own program; the programs of a row exchange their 
 piece sum of exp) through a small global scratch and wait for each other at a per-row-group barrier
 made of global atomics, then each scales and writes its piece. The grid is persistent and at most
 one program per SM (CHUNKS programs a group, each group walks rows g, g + groups, ...), so all
-programs of a group are resident and the spin-wait cannot deadlock. While waiting, the next row's
-piece is already being loaded (issued before the barrier), so the memory system stays busy.
+programs of a group are resident and the spin-wait cannot deadlock. While waiting, the next PREFETCH
+rows' pieces are already loading (issued before the barrier), so the memory system stays busy.
 
 Short and medium rows (at most MAX_ONEPASS, padded to a power of two) take the one-pass kernel:
 TILE elements a program, several whole rows for short ones, ELEMS fp32 values a thread.
