@@ -93,7 +93,13 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_str
         # The flag is read (from L2: an atomic) before this program arrives, so it is this generation's.
         gen = tl.atomic_add(flag_ptr, 0, sem="relaxed", scope="gpu")
         tl.store(part_ptr + slot + pid, sq)
-        # The next rows' pieces are requested now (PREFETCH rows ahead): in flight during the wait below.
+        tl.debug_barrier()  # every thread's partial store precedes the release below
+        seen = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
+        if seen == CHUNKS - 1:  # last to arrive: reset for the next generation, then release the rest
+            tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")
+            tl.atomic_add(flag_ptr, 1, sem="release", scope="gpu")
+        # The next rows' pieces are requested now (PREFETCH rows ahead), in flight during the wait below;
+        # after the arrival and the release, whose fence (MEMBAR) would otherwise wait for these loads too.
         nxt = row + PREFETCH * n_groups
         nxt_x = tl.load(x_ptr + tl.cast(nxt, tl.int64) * x_stride + cols, mask=cols < tl.where(nxt < n_rows, n_cols, 0),
                         other=0.0, eviction_policy="evict_first")
@@ -102,12 +108,7 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_str
             x2 = nxt_x
         else:
             x = nxt_x
-        tl.debug_barrier()  # every thread's partial store precedes the release below
-        seen = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
-        if seen == CHUNKS - 1:  # last to arrive: reset for the next generation, then release the rest
-            tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")
-            tl.atomic_add(flag_ptr, 1, sem="release", scope="gpu")
-        else:
+        if seen != CHUNKS - 1:
             now = gen
             while now == gen:
                 now = tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu")

@@ -99,7 +99,13 @@ def _softmax_split(x_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_
         gen = tl.atomic_add(flag_ptr, 0, sem="relaxed", scope="gpu")
         tl.store(part_ptr + (slot + pid) * 2, top)
         tl.store(part_ptr + (slot + pid) * 2 + 1, total)
-        # The next rows' pieces are requested now (PREFETCH rows ahead): in flight during the wait below.
+        tl.debug_barrier()  # every thread's partial store precedes the release below
+        seen = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
+        if seen == CHUNKS - 1:  # last to arrive: reset for the next generation, then release the rest
+            tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")
+            tl.atomic_add(flag_ptr, 1, sem="release", scope="gpu")
+        # The next rows' pieces are requested now (PREFETCH rows ahead), in flight during the wait below;
+        # after the arrival and the release, whose fence (MEMBAR) would otherwise wait for these loads too.
         nxt = row + PREFETCH * n_groups
         nxt_x = tl.load(x_ptr + tl.cast(nxt, tl.int64) * x_stride + cols, mask=cols < tl.where(nxt < n_rows, n_cols, 0),
                         other=-float("inf"), eviction_policy="evict_first")
@@ -108,12 +114,7 @@ def _softmax_split(x_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_
             x2 = nxt_x
         else:
             x = nxt_x
-        tl.debug_barrier()  # every thread's partial store precedes the release below
-        seen = tl.atomic_add(count_ptr, 1, sem="acq_rel", scope="gpu")
-        if seen == CHUNKS - 1:  # last to arrive: reset for the next generation, then release the rest
-            tl.atomic_xchg(count_ptr, 0, sem="relaxed", scope="gpu")
-            tl.atomic_add(flag_ptr, 1, sem="release", scope="gpu")
-        else:
+        if seen != CHUNKS - 1:
             now = gen
             while now == gen:
                 now = tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu")
