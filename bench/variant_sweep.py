@@ -18,7 +18,7 @@ flushed between calls, the same clock as bench/compare.py. Variants take turns, 
 first, then the rest in a seeded random order, so a run cut by --budget-s is an even sample.
 
 It prints, per task: each shape's roofline time and best (variant, configuration, % of copy
-bandwidth), every variant's defaults and best per shape, what per-bucket keeps would hold (the best
+bandwidth, and % of a clone of that shape's bytes timed the same way: its own ceiling), every variant's defaults and best per shape, what per-bucket keeps would hold (the best
 configuration per bucket over that bucket's shapes), Liger-Kernel's figure where it imports, and
 whether >= 80% of copy bandwidth is reached on every shape whose roofline time is >= 10 us.
 """
