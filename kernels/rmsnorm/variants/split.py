@@ -108,16 +108,22 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_str
             x2 = nxt_x
         else:
             x = nxt_x
+        now = gen + 1  # the last to arrive moved the flag itself
         if seen != CHUNKS - 1:
+            # Bounded (2^22 polls, seconds): a group that never completes (not all resident, which the
+            # grid's size rules out) then writes NaN rows, which fail every check, instead of hanging the GPU.
             now = gen
-            while now == gen:
+            polls = 0
+            while (now == gen) & (polls < 4194304):
                 now = tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu")
+                polls += 1
         tl.debug_barrier()
         # Volatile: past L1, which is not coherent across SMs (an older generation's value may sit there).
         total = tl.sum(tl.load(part_ptr + slot + mates, mask=mate_ok, other=0.0, volatile=True), axis=0)
         inv_rms = 1.0 / tl.sqrt(total / n_cols + eps)
         # From the loaded bf16 again, not a kept fp32 copy: half the registers for the piece.
         y = cur.to(tl.float32) * inv_rms * w.to(tl.float32)
+        y = tl.where(now == gen, float("nan"), y)  # the wait above gave up
         tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row,
                  eviction_policy="evict_first")
 

@@ -114,10 +114,15 @@ def _softmax_split(x_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_
             x2 = nxt_x
         else:
             x = nxt_x
+        now = gen + 1  # the last to arrive moved the flag itself
         if seen != CHUNKS - 1:
+            # Bounded (2^22 polls, seconds): a group that never completes (not all resident, which the
+            # grid's size rules out) then writes NaN rows, which fail every check, instead of hanging the GPU.
             now = gen
-            while now == gen:
+            polls = 0
+            while (now == gen) & (polls < 4194304):
                 now = tl.atomic_add(flag_ptr, 0, sem="acquire", scope="gpu")
+                polls += 1
         tl.debug_barrier()
         # Volatile: past L1, which is not coherent across SMs (an older generation's value may sit there).
         tops = tl.load(part_ptr + (slot + mates) * 2, mask=mate_ok, other=-float("inf"), volatile=True)
@@ -125,6 +130,7 @@ def _softmax_split(x_ptr, y_ptr, bar_ptr, part_ptr, n_rows, n_cols, x_stride, y_
         big = tl.max(tops, axis=0)
         denom = tl.sum(sums * tl.exp(tops - big), axis=0)
         y = ex * (tl.exp(top - big) / denom)  # big is finite (a row has a finite entry): no NaN
+        y = tl.where(now == gen, float("nan"), y)  # the wait above gave up
         tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row,
                  eviction_policy="evict_first")
 
