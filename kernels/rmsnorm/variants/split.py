@@ -32,8 +32,9 @@ import triton.language as tl
 # warpsmith: tune MAX_PIECE in [4096, 8192, 16384, 32768]
 # warpsmith: tune LONG_WARPS in [8, 16, 32]
 # A piece lives in registers as loaded (bf16, half a register an element): the row's piece, the next
-# row's and the weight's. At most 64 elements a thread (ptxas, sm_90a: 16384 at 8 warps 210 registers,
-# at 16 warps 116; 32768 at 32 warps 64 with 120 bytes spilled): one program of an SM always fits it.
+# rows' and the weight's. At most 64 elements a thread (ptxas, sm_90a, PREFETCH 1: 16384 at 8 warps
+# 205 registers, at 16 warps 114, 32768 at 32 warps 64 and 136 bytes spilled; PREFETCH 2: 16384 at
+# 16 warps 128, no spill, 32768 at 32 warps 512 bytes spilled): the one program of an SM always fits it.
 # warpsmith: require MAX_PIECE // (32 * LONG_WARPS) <= 64
 # Rows ahead whose pieces are loading while a row waits at its barrier (bytes in flight per SM).
 # warpsmith: tune PREFETCH in [1, 2]

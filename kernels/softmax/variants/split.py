@@ -7,7 +7,7 @@ piece sum of exp) through a small global scratch and wait for each other at a pe
 made of global atomics, then each scales and writes its piece. The grid is persistent and at most
 one program per SM (CHUNKS programs a group, each group walks rows g, g + groups, ...), so all
 programs of a group are resident and the spin-wait cannot deadlock. While waiting, the next PREFETCH
-rows' pieces are already loading (issued before the barrier), so the memory system stays busy.
+rows' pieces are already loading (issued before the wait), so the memory system stays busy.
 
 Short and medium rows (at most MAX_ONEPASS, padded to a power of two) take the one-pass kernel:
 TILE elements a program, several whole rows for short ones, ELEMS fp32 values a thread.
@@ -34,9 +34,10 @@ import triton.language as tl
 # warpsmith: tune CHUNKS in [2, 4, 8, 16]
 # warpsmith: tune MAX_PIECE in [4096, 8192, 16384, 32768]
 # warpsmith: tune LONG_WARPS in [8, 16, 32]
-# A piece lives in registers: its exp values (fp32) and the next row's piece (bf16, half a register
-# an element). At most 64 elements a thread (ptxas, sm_90a: 16384 at 8 warps 126 registers,
-# at 16 warps 82; 32768 at 32 warps 64, no spill): the one program of an SM always fits it.
+# A piece lives in registers: its exp values (fp32) and the next rows' pieces (bf16, half a register
+# an element). At most 64 elements a thread (ptxas, sm_90a, PREFETCH 1: 16384 at 8 warps 126 registers,
+# at 16 warps 77, 32768 at 32 warps 64, no spills; PREFETCH 2: 16384 at 16 warps 93, no spill, 32768 at
+# 32 warps 64 and 76 bytes spilled): the one program of an SM always fits it.
 # warpsmith: require MAX_PIECE // (32 * LONG_WARPS) <= 64
 # Rows ahead whose pieces are loading while a row waits at its barrier (bytes in flight per SM).
 # warpsmith: tune PREFETCH in [1, 2]
