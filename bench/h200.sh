@@ -13,7 +13,8 @@
 #              $SWEEP_FLAGS passed on, e.g. "--variants persistent,twopass --rep-ms 20")
 #   splitcheck issue 24: `warpsmith eval --no-time` of softmax's and rmsnorm's variants/split.py on the GPU (held-out
 #              widths and hard inputs: correctness of the cross-program barrier, which the interpreter can't run
-#              with more than one piece a row), $SPLITCHECK_TIMEOUT s each (default 60; a timeout = a hang)
+#              with more than one piece a row), $SPLITCHECK_TIMEOUT s each (default 60; a stuck barrier gives up
+#              after seconds and writes NaN rows: REJECTED at correctness, not a hang)
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
 #              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
@@ -163,7 +164,7 @@ EOF
       for t in softmax rmsnorm; do
         L=$(limit ${SPLITCHECK_TIMEOUT:-60}) || { echo "== skip $s/$t"; continue; }
         timeout "$L" $H eval "$t" "$REPO/kernels/$t/variants/split.py" --no-time > "$OUT/splitcheck_$t.txt" 2>&1
-        rc=$?; [ $rc = 124 ] && echo "!! splitcheck $t: no verdict in $L s (a program waiting at its barrier forever?)"
+        rc=$?; [ $rc = 124 ] && echo "!! splitcheck $t: no verdict in $L s (see $OUT/splitcheck_$t.txt)"
         echo "splitcheck $t rc=$rc"; grep -E "ACCEPTED|REJECTED|✗|held-out|crashed" "$OUT/splitcheck_$t.txt" | head -8
       done ;;
     redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
