@@ -11,6 +11,10 @@
 #              (default "softmax rmsnorm"): best per shape / variant / bucket as % of copy bandwidth, Liger's
 #              figure, and whether 80% is reached (bench/variant_sweep.py; $SWEEP_TIMEOUT s, default 230;
 #              $SWEEP_FLAGS passed on, e.g. "--variants persistent,twopass --rep-ms 20")
+#   splitcheck issue 24: `warpsmith eval --no-time` of softmax's and rmsnorm's variants/split.py on the GPU (held-out
+#              widths and hard inputs: correctness of the cross-program barrier, which the interpreter can't run
+#              with more than one piece a row), $SPLITCHECK_TIMEOUT s each (default 60; a stuck barrier gives up
+#              after seconds and writes NaN rows: REJECTED at correctness, not a hang)
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
 #              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
@@ -159,6 +163,13 @@ EOF
       # The sweep stops timing 25 s before its limit and still prints its tables.
       timeout "$L" python3 "$REPO/bench/variant_sweep.py" ${SWEEP_TASKS:-softmax rmsnorm} --budget-s $(( L - 25 )) \
           ${SWEEP_FLAGS:-} --json "$OUT/sweep.json" 2>&1 | tee "$OUT/sweep.txt" | grep -v "^  error\|Warning" | tail -70 ;;
+    splitcheck)
+      for t in softmax rmsnorm; do
+        L=$(limit ${SPLITCHECK_TIMEOUT:-60}) || { echo "== skip $s/$t"; continue; }
+        timeout "$L" $H eval "$t" "$REPO/kernels/$t/variants/split.py" --no-time > "$OUT/splitcheck_$t.txt" 2>&1
+        rc=$?; [ $rc = 124 ] && echo "!! splitcheck $t: no verdict in $L s (see $OUT/splitcheck_$t.txt)"
+        echo "splitcheck $t rc=$rc"; grep -E "ACCEPTED|REJECTED|✗|held-out|crashed" "$OUT/splitcheck_$t.txt" | head -8
+      done ;;
     redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }

@@ -8,6 +8,8 @@ Triton's bundled ptxas with -v. Printed per kernel: registers a thread, spill by
 memory, wgmma / mma.sync / cp.async instruction counts (in the PTX), compile seconds.
 
     PYTHONPATH=. python bench/sm90_report.py dsv4_csa_decode [--set BF16_DOT=1 --set SPLITS=1 ...]
+    PYTHONPATH=. python bench/sm90_report.py softmax --file variants/split.py --dims rows=2,cols=131072 \
+        --set CHUNKS=8 --set CHUNKS_P2=8 --set BLOCK=16384      # a variant, on a shape of your choice
 
 --set NAME=INT sets a module-level knob of kernel.py before the call, or (if it names a constexpr
 of an intercepted kernel) overrides that constexpr at compile time: e.g. BF16_DOT=1, which the
@@ -113,6 +115,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="sm_90a registers/spills/wgmma of a task's Triton kernels, no GPU needed")
     ap.add_argument("task")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=INT")
+    ap.add_argument("--file", default=None, help="a file of the task's folder instead of kernel.py (variants/split.py)")
+    ap.add_argument("--dims", default=None, metavar="K=V,...", help="the shape run (default: the first interpreter shape)")
     args = ap.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET") == "1":  # @triton.jit then makes interpreter functions, not compilable
         print("bench/sm90_report.py: unset TRITON_INTERPRET (it compiles for sm_90a, it does not interpret)", file=sys.stderr)
@@ -120,13 +124,18 @@ def main(argv=None) -> int:
     try:
         overrides = {k: int(v) for k, v in (s.split("=", 1) for s in args.set)}
         task = load_task(args.task, check_null=False)
+        path = task.root / args.file if args.file else task.baseline_path
+        if not path.is_file():
+            raise ValueError(f"{path}: no such file")
+        dims = {k: int(v) for k, v in (d.split("=", 1) for d in args.dims.split(","))} if args.dims \
+            else task.interpreter_shapes[0].dims
     except Exception as e:
         print(f"bench/sm90_report.py: {e}", file=sys.stderr)
         return 2
     import triton
 
     ref = task.load_reference()
-    kmod = load_module(task.baseline_path, f"sm90_{task.name}")
+    kmod = load_module(path, f"sm90_{task.name}")
     for name, value in overrides.items():
         if hasattr(kmod, name) and not isinstance(getattr(kmod, name), triton.runtime.jit.JITFunction):
             setattr(kmod, name, value)
@@ -134,13 +143,13 @@ def main(argv=None) -> int:
     jitted = {n: getattr(kmod, n) for n in dir(kmod) if isinstance(getattr(kmod, n), triton.runtime.jit.JITFunction)}
     for name, fn in jitted.items():
         setattr(kmod, name, _Recorder(fn, calls))
-    inputs = ref.make_inputs(task.interpreter_shapes[0].dims, torch.bfloat16, 0, "cpu")
+    inputs = ref.make_inputs(dims, torch.bfloat16, 0, "cpu")
     try:
         getattr(kmod, task.entry)(*inputs)
     finally:  # the kernels call their @triton.jit helpers by global name: put them back to compile
         for name, fn in jitted.items():
             setattr(kmod, name, fn)
-    print(f"# {task.name} on sm_90a ({task.interpreter_shapes[0].name}; set {overrides or '-'})")
+    print(f"# {task.name} {path.name} on sm_90a ({dims}; set {overrides or '-'})")
     print("| kernel | regs | spill B | shared B | wgmma | mma.sync | cp.async | compile s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for fn, a, meta in calls:

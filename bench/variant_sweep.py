@@ -18,7 +18,7 @@ flushed between calls, the same clock as bench/compare.py. Variants take turns, 
 first, then the rest in a seeded random order, so a run cut by --budget-s is an even sample.
 
 It prints, per task: each shape's roofline time and best (variant, configuration, % of copy
-bandwidth), every variant's defaults and best per shape, what per-bucket keeps would hold (the best
+bandwidth, and % of a clone of that shape's bytes timed the same way: its own ceiling), every variant's defaults and best per shape, what per-bucket keeps would hold (the best
 configuration per bucket over that bucket's shapes), Liger-Kernel's figure where it imports, and
 whether >= 80% of copy bandwidth is reached on every shape whose roofline time is >= 10 us.
 """
@@ -298,6 +298,16 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
         print(f"{task.name}: {len(worker_errors)} launch sets not compiled ahead by the workers (compiled here "
               f"instead); first: {worker_errors[0][:200]}")
 
+    # A copy of the shape's bytes (read half, write half: x.clone() for softmax), same clock: the
+    # ceiling this shape can reach, beside the copy bandwidth measured on 1 GiB.
+    clone_us = {}
+    for si, shape in enumerate(shapes):
+        if not on_gpu or not hasattr(ref, "bytes_moved"):
+            break
+        src = torch.empty(max(1, ref.bytes_moved(shape.dims, dtype) // 2), dtype=torch.uint8, device=dev)
+        clone_us[si] = triton_bench(lambda: src.clone(), args)
+        del src
+
     # Liger, same clock.
     liger = {}
     lfn, why = liger_fn(task.name) if on_gpu else (None, "not on the interpreter")
@@ -313,7 +323,7 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
         except Exception as e:  # noqa: BLE001 - Liger fails on 128k rows: recorded, not fatal
             liger[si] = {"us": None, "correct": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"}
         del x
-    return report(task, ref, dtype, shapes, confs, results, errors, liger, why, bw_gbs, timed, skipped)
+    return report(task, ref, dtype, shapes, confs, results, errors, liger, why, bw_gbs, timed, skipped, clone_us)
 
 
 def triton_bench(fn, args) -> float:
@@ -329,7 +339,9 @@ def _label(c: dict) -> str:
     return f"{Path(c['variant']).stem} " + (" ".join(f"{k}={v}" for k, v in c["config"].items()) or "-")
 
 
-def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, bw_gbs, timed, skipped) -> dict:
+def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, bw_gbs, timed, skipped,
+           clone_us=None) -> dict:
+    clone_us = clone_us or {}
     roof = {si: (ref.bytes_moved(s.dims, dtype) / (bw_gbs * 1e9) * 1e6 if bw_gbs and hasattr(ref, "bytes_moved")
                  else None) for si, s in enumerate(shapes)}
 
@@ -355,12 +367,16 @@ def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, b
         out["shapes"] = [{"shape": s.name, "per_variant": {v: {} for v in variants}} for s in shapes]
         return out
     # Per shape: the best of all, and each variant's defaults and best.
-    print(f"{'shape':<26}{'roof us':>8}{'best us':>9}{'%copy':>7}  best configuration")
+    # %copy: of the roofline time at the 1 GiB copy bandwidth; copy us / %clone: a clone of this
+    # shape's bytes (its own ceiling: small shapes don't reach the 1 GiB figure either).
+    print(f"{'shape':<26}{'roof us':>8}{'copy us':>8}{'best us':>9}{'%copy':>7}{'%clone':>7}  best configuration")
     for si, s in enumerate(shapes):
         mine = [(r["us"], ci) for (sj, ci), r in results.items() if sj == si and r["us"]]
         best = min(mine) if mine else None
         row = {"shape": s.name, "roofline_us": roof[si], "best_us": best[0] if best else None,
                "best_pct": pct(si, best[0]) if best else None, "best": _label(confs[best[1]]) if best else None,
+               "copy_us": clone_us.get(si),
+               "best_pct_of_clone": 100 * clone_us[si] / best[0] if best and clone_us.get(si) else None,
                "per_variant": {}}
         for v in variants:
             vs = [(us, ci) for us, ci in mine if confs[ci]["variant"] == v]
@@ -371,8 +387,11 @@ def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, b
                                      "best_us": vb[0] if vb else None, "best_pct": pct(si, vb[0]) if vb else None,
                                      "best": _label(confs[vb[1]]) if vb else None}
         out["shapes"].append(row)
-        print(f"{s.name[:26]:<26}{(roof[si] or 0):>8.1f}{(best[0] if best else 0):>9.1f}"
-              f"{fmt(row['best_pct'], row['best_us']):>7}  {row['best'] or '-'}")
+        clone = f"{row['best_pct_of_clone']:.0f}%" if row["best_pct_of_clone"] is not None else "-"
+        print(f"{s.name[:26]:<26}{(roof[si] or 0):>8.1f}"
+              + (f"{clone_us[si]:>8.1f}" if si in clone_us else f"{'-':>8}")
+              + f"{(best[0] if best else 0):>9.1f}{fmt(row['best_pct'], row['best_us']):>7}{clone:>7}"
+              f"  {row['best'] or '-'}")
     print(f"{'per variant (% copy)':<26}" + "".join(f"{s.name[:16]:>18}" for s in shapes))
     for v in variants:
         cells_d = [fmt(r["per_variant"][v]["default_pct"], r["per_variant"][v]["default_us"]) for r in out["shapes"]]

@@ -38,21 +38,22 @@ def test_tuner_run_searches_variants_resumes_its_study_and_agrees_with_eval(tmp_
     run = warpsmith("run", "softmax", "--headless", "--agent", "tuner", "--iterations", "2", "--auto", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     [session] = (tmp_path / ".warpsmith" / "sessions").iterdir()
-    assert "Searching 4 variants" in run.stdout and "rows.py" in run.stdout and "persistent.py" in run.stdout
+    assert "Searching 5 variants" in run.stdout and "rows.py" in run.stdout and "persistent.py" in run.stdout
     assert (session / "tuner" / "optuna.journal").is_file()
 
-    again = warpsmith("sessions", "resume", session.name, "--headless", "--iterations", "4", "--auto", cwd=tmp_path)
+    again = warpsmith("sessions", "resume", session.name, "--headless", "--iterations", "5", "--auto", cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     records = [json.loads(line) for line in (session / "journal.jsonl").read_text().splitlines()]
     metas = [r["meta"] for r in records if r.get("kind") == "ProposalMeta"]
-    assert len(metas) == 4
+    assert len(metas) == 5
     # each variant's defaults first (the baseline, kernel.py, is the incumbent), then the search
-    assert [m["variant"] for m in metas[:3]] == ["variants/rows.py", "variants/twopass.py", "variants/persistent.py"]
-    assert len({(m["variant"], tuple(sorted(m["config"].items()))) for m in metas}) == 4  # never twice
-    assert "Optuna TPE" in again.stdout  # the fourth try came from the study the first run left
+    assert [m["variant"] for m in metas[:4]] == ["variants/rows.py", "variants/twopass.py", "variants/persistent.py",
+                                                 "variants/split.py"]
+    assert len({(m["variant"], tuple(sorted(m["config"].items()))) for m in metas}) == 5  # never twice
+    assert "Optuna TPE" in again.stdout  # the fifth try came from the study the first run left
 
     verdicts = {r["iteration"]: r["verdict"] for r in records if r.get("kind") == "EvalResult"}
-    assert sorted(verdicts) == [1, 2, 3, 4]
+    assert sorted(verdicts) == [1, 2, 3, 4, 5]
     for it, verdict in verdicts.items():  # every verdict of the run is the one `warpsmith eval` gives
         source = next(r["source"] for r in records if r.get("kind") == "CandidateProposed" and r["iteration"] == it)
         cand = tmp_path / f"candidate_{it:04d}.py"

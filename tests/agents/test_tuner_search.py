@@ -215,6 +215,9 @@ def test_a_knob_that_did_not_matter_to_a_bucket_is_climbed_last():
                        shapes=shapes(30.0)),
                Attempt(4, "", "reverted", meta={"variant": "variants/persistent.py",
                                                 "config": read_space((TASK.root / "variants/persistent.py").read_text()).default()},
+                       shapes=shapes(30.0)),
+               Attempt(5, "", "reverted", meta={"variant": "variants/split.py",
+                                                "config": read_space((TASK.root / "variants/split.py").read_text()).default()},
                        shapes=shapes(30.0))]
     # iteration 6: buckets take turns (no roofline figures), 6 % 3 buckets: short
     text, prop = propose(history=history, iteration=6)

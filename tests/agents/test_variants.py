@@ -75,6 +75,34 @@ def test_twopass_variant_pipelined_at_its_corners(task_name, tmp_path):
             _check(task, fn, {"rows": 3, "cols": 5000, **({"case": case} if case else {})})
 
 
+@pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
+def test_split_variant_on_its_whole_row_and_split_paths(task_name, tmp_path):
+    """The one-pass path at its declared corners, then rows longer than MAX_ONEPASS on the split path:
+    in the interpreter a row is one piece (its programs run one after another, so a barrier between
+    pieces could never be passed), which still runs the barrier, the partial exchange and the
+    combine, on rows of every length around the threshold, more rows than programs, and the hard inputs."""
+    task = load_task(task_name, check_null=False)
+    space = read_space((task.root / "variants/split.py").read_text(), "variants/split.py")
+    grid = space.grid(LIMITS)
+    assert space.feasible(space.default(), LIMITS) is None and len(grid) > 100
+    for i, c in enumerate([space.default(), grid[0], grid[-1]]):
+        path = tmp_path / f"s{i}.py"
+        path.write_text(space.render(c))
+        mod = load_module(path, f"t_split_{task_name}_{i}")
+        for dims in ({"rows": 37, "cols": 100}, {"rows": 5, "cols": 1500}):
+            _check(task, getattr(mod, task.entry), dims)
+    mod.MAX_ONEPASS = 1024
+    for prefetch in (1, 2):  # the next row's piece, or the next two rows', loading during the barrier
+        mod.PREFETCH = prefetch
+        for cols in (1025, 2047, 3001):
+            _check(task, getattr(mod, task.entry), {"rows": 5, "cols": cols})
+    for case in getattr(task.load_reference(), "HARD_CASES", {}):  # -inf masks, huge values...
+        _check(task, getattr(mod, task.entry), {"rows": 4, "cols": 3001, "case": case})
+    # Called again: the barrier's counters were left at 0 by the last arrival, ready for the next call.
+    bar, _ = mod._SCRATCH[-1]
+    assert not bar[0::2].any()
+
+
 @pytest.mark.slow
 def test_sweep_on_the_interpreter_checks_a_sample_of_every_variant(tmp_path):
     out = tmp_path / "sweep.json"
@@ -83,15 +111,15 @@ def test_sweep_on_the_interpreter_checks_a_sample_of_every_variant(tmp_path):
                           timeout=600, env={**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("softmax", "rmsnorm"):
-        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(f"{name}: 12 configurations over 4 variants"))
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(f"{name}: 15 configurations over 5 variants"))
         distinct = int(line.split(", ")[1].split()[0])
-        assert distinct < 12 * 3, line  # configurations that launch the same kernels on a shape are checked once
+        assert distinct < 15 * 3, line  # configurations that launch the same kernels on a shape are checked once
         assert f"{name}: {distinct} distinct launch sets correct, 0 incorrect, 0 errors" in proc.stdout, proc.stdout
     report = json.loads(out.read_text())
     assert [r["task"] for r in report] == ["softmax", "rmsnorm"]
     assert all(r["correct"] > 0 and r["incorrect"] == 0 and r["errors"] == 0 for r in report)
     assert {v for r in report for s in r["shapes"] for v in s["per_variant"]} >= {
-        "kernel.py", "variants/rows.py", "variants/twopass.py", "variants/persistent.py"}
+        "kernel.py", "variants/rows.py", "variants/twopass.py", "variants/persistent.py", "variants/split.py"}
 
 
 def test_sweep_report_from_timed_results_names_the_best_the_buckets_liger_and_the_verdict(capsys):
@@ -112,8 +140,11 @@ def test_sweep_report_from_timed_results_names_the_best_the_buckets_liger_and_th
                for si in range(len(shapes)) for ci in pct}
     liger = {si: {"us": roof[si] / 0.72, "correct": True, "error": None} for si in range(3)}
     liger[3] = {"us": None, "correct": False, "error": "OutOfResources: shared memory"}
-    out = vs.report(task, ref, torch.bfloat16, shapes, confs, results, {}, liger, None, 4000.0, 12, 0)
+    clone_us = {si: roof[si] / 0.9 for si in range(len(shapes))}  # a clone of each shape's bytes: 90% of copy
+    out = vs.report(task, ref, torch.bfloat16, shapes, confs, results, {}, liger, None, 4000.0, 12, 0, clone_us)
     text = capsys.readouterr().out
+    assert [round(r["best_pct_of_clone"]) for r in out["shapes"]] == [94, 91, 90, 92]
+    assert "copy us" in text and "%clone" in text
     assert "softmax VERDICT: best per shape >= 80% of copy bandwidth on 4/4 shapes" in text
     assert "at or faster than Liger on 3/3" in text and "long rows 128k FAILS" in text
     assert "bucket short: rows TILE=8192" in text and "bucket long: twopass BLOCK=8192" in text

@@ -34,3 +34,20 @@ def test_refuses_bad_input_in_one_line():
     for args, interpret in ((["no_such_task"], "0"), (["dsv4_csa_decode"], "1")):
         p = run(*args, interpret=interpret)
         assert p.returncode == 2 and p.stderr.startswith("bench/sm90_report.py:") and p.stderr.count("\n") == 1
+
+
+def test_a_variant_on_a_chosen_shape_split_rows_compile_without_spills():
+    """softmax's and rmsnorm's variants/split.py on a 128k row as the H200 runs it (8 pieces of 16384
+    at 16 warps; the CPU run makes one piece, so the constexprs are set): a piece fits registers."""
+    for task in ("softmax", "rmsnorm"):
+        p = run(task, "--file", "variants/split.py", "--dims", "rows=2,cols=131072", "--set", "CHUNKS=8",
+                "--set", "CHUNKS_P2=8", "--set", "BLOCK=16384")
+        assert p.returncode == 0, p.stderr[-500:]
+        [row] = [line.split("|")[1:-1] for line in p.stdout.splitlines() if line.startswith(f"| _{task}_split")]
+        assert int(row[1]) <= 128 and int(row[2]) == 0, row  # registers, spill bytes
+
+
+def test_refuses_a_missing_variant_file_in_one_line():
+    p = run("softmax", "--file", "variants/nope.py")
+    assert p.returncode == 2 and p.stderr.startswith("bench/sm90_report.py:") and "nope.py" in p.stderr
+    assert p.stderr.count("\n") == 1
