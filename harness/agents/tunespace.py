@@ -139,8 +139,11 @@ def _eval(node, env):
 
 
 def _check_expr(node, names: set[str]) -> str | None:
+    # min/max as callees are the two functions allowed; as plain names they are unknown like any other.
+    callees = {id(n.func) for n in ast.walk(node)
+               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("min", "max")}
     for n in ast.walk(node):
-        if isinstance(n, ast.Name) and n.id not in names:
+        if isinstance(n, ast.Name) and n.id not in names and id(n) not in callees:
             return f"unknown name {n.id!r} (tuned names and {', '.join(sorted([*ARCH, 'smem_per_block']))})"
         if isinstance(n, (ast.Attribute, ast.Subscript, ast.Lambda, ast.Starred, ast.keyword)):
             return "only arithmetic, comparisons, min and max"

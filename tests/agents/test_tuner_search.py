@@ -165,7 +165,11 @@ def test_declarations_are_read_without_running_and_bad_ones_name_the_line():
     grid = space.grid(hardware_limits([])[0])
     assert {"BLOCK": 512, "num_warps": 8} not in grid and {"BLOCK": 2048, "num_warps": 16} in grid
     assert "num_warps=32" in space.render({"BLOCK": 2048, "num_warps": 32})
+    capped = read_space(src + "# warpsmith: require min(BLOCK, 1024) // max(num_warps, 1) >= 128\n", "v.py")
+    capped_grid = capped.grid(hardware_limits([])[0])  # min/max may be called, and they count
+    assert {"BLOCK": 2048, "num_warps": 8} in capped_grid and {"BLOCK": 2048, "num_warps": 16} not in capped_grid
     for bad, why in [("# warpsmith: tune NOPE in [1, 2]", "v.py:2: tune NOPE"),
+                     ("# warpsmith: require min < 3", "unknown name 'min'"),
                      ("# warpsmith: require __import__('os')", "only min() and max()"),
                      ("# warpsmith: require BLOCK.real < 3", "only arithmetic"),
                      ("# warpsmith: tune BLOCK in [a, b]", "integers")]:
