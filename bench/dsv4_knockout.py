@@ -2,9 +2,11 @@
 
 Each variant is the task's kernel.py with one stage removed or changed by a text edit (a copy in a
 temporary folder; the kernel file is never touched): no QK^T dot, no P.V dot, no gather (contiguous
-rows instead of indices[t]), inputs whose indices all hit the same 64 rows (L2-resident), other
-BLOCK_N / stages / warps. Each is timed the same way (CUDA graph of 20 calls, L2 flushed before each
-call, the flush's own time subtracted) on the chosen shapes; the differences say what a step costs.
+rows instead of indices[t]), no rescale of the accumulator, inputs whose indices all hit the same
+64 rows (L2-resident), other BLOCK_H / BLOCK_N / stages / warps / splits (KNOBS set the module's
+constants, whatever they are now). Each is timed the same way (CUDA graph of 20 calls, L2 flushed
+before each call, the flush's own time subtracted) on the chosen shapes; the differences say what a
+step costs.
 Wrong outputs are expected for the knock-outs (they change the maths) and are not checked.
 
     python bench/dsv4_knockout.py [--task dsv4_csa_decode] [--shapes "flash 8k x128,pro 8k x128"]
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 import tempfile
 import time
@@ -31,6 +34,23 @@ from harness.tasks import load_module, load_task  # noqa: E402
 # (name, [(old, new), ...]) edits of kernel.py; every `old` must occur (a stale edit fails loudly).
 DOT_QK = "s = tl.dot(q, tl.trans(kv))"
 DOT_PV = "acc = tl.dot(p.to(tl.bfloat16), kv, acc)"
+# Knob variants set module constants (`NAME = value` at the start of a line), whatever they are now.
+KNOBS: dict[str, dict[str, int]] = {
+    "bn32s3": dict(BLOCK_N=32, NUM_STAGES=3),
+    "bn64s2": dict(BLOCK_N=64, NUM_STAGES=2),
+    "bn64s3": dict(BLOCK_N=64, NUM_STAGES=3),
+    "bn128s1": dict(BLOCK_N=128, NUM_STAGES=1),
+    "s1": dict(NUM_STAGES=1),
+    "w4": dict(NUM_WARPS=4),
+    "w16": dict(NUM_WARPS=16),
+    "bh32w4": dict(BLOCK_H=32, NUM_WARPS=4),
+    "bh32w4s2": dict(BLOCK_H=32, NUM_WARPS=4, BLOCK_N=32, NUM_STAGES=2),
+    "bh32w4bn64s1": dict(BLOCK_H=32, NUM_WARPS=4, BLOCK_N=64, NUM_STAGES=1),
+    "bh32w8bn64s2": dict(BLOCK_H=32, NUM_WARPS=8, BLOCK_N=64, NUM_STAGES=2),
+    "ws": dict(WARP_SPEC=1),
+    "split2": dict(SPLITS=2),
+    "waves2": dict(WAVES=2),
+}
 VARIANTS: dict[str, list[tuple[str, str]]] = {
     "base": [],
     "noqk": [(DOT_QK, "s = tl.zeros([q.shape[0], kv.shape[0]], tl.float32) + tl.sum(kv.to(tl.float32), axis=1)[None, :]")],
@@ -38,24 +58,19 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
     "nodots": [(DOT_QK, "s = tl.zeros([q.shape[0], kv.shape[0]], tl.float32) + tl.sum(kv.to(tl.float32), axis=1)[None, :]"),
                (DOT_PV, "acc = acc + tl.sum(p, axis=1)[:, None] + tl.sum(kv.to(tl.float32), axis=0)[None, :]")],
     "nogather": [("comp_base + tl.maximum(idx, 0).to(tl.int64) * sc_t", "comp_base + (t - W).to(tl.int64) * sc_t")],
-    "bn64s2": [("BLOCK_N = 32", "BLOCK_N = 64"), ("NUM_STAGES = 3", "NUM_STAGES = 2")],
-    "bn64s3": [("BLOCK_N = 32", "BLOCK_N = 64")],
-    "bn16s4": [("BLOCK_N = 32", "BLOCK_N = 16"), ("NUM_STAGES = 3", "NUM_STAGES = 4")],
-    "s1": [("NUM_STAGES = 3", "NUM_STAGES = 1")],
-    "w4": [("NUM_WARPS = 8", "NUM_WARPS = 4")],
-    "bh32w4": [("BLOCK_H = 64", "BLOCK_H = 32"), ("NUM_WARPS = 8", "NUM_WARPS = 4")],
-    "w16": [("NUM_WARPS = 8", "NUM_WARPS = 16")],
-    "w16bn64s2": [("NUM_WARPS = 8", "NUM_WARPS = 16"), ("BLOCK_N = 32", "BLOCK_N = 64"), ("NUM_STAGES = 3", "NUM_STAGES = 2")],
-    "w16bn64s3": [("NUM_WARPS = 8", "NUM_WARPS = 16"), ("BLOCK_N = 32", "BLOCK_N = 64")],
-    "bn128s1": [("BLOCK_N = 32", "BLOCK_N = 128"), ("NUM_STAGES = 3", "NUM_STAGES = 1")],
-    "w16bn128s1": [("NUM_WARPS = 8", "NUM_WARPS = 16"), ("BLOCK_N = 32", "BLOCK_N = 128"), ("NUM_STAGES = 3", "NUM_STAGES = 1")],
-    "bn64s2ws": [("BLOCK_N = 32", "BLOCK_N = 64"), ("NUM_STAGES = 3", "NUM_STAGES = 2"), ("WARP_SPEC = 0", "WARP_SPEC = 1")],
+    # no rescale of the accumulator when the running max moves (wrong maths; what the rescale costs)
+    "norescale": [("    acc = acc * alpha[:, None]\n", "")],
+    **{k: [] for k in KNOBS},
     "hot": [],  # the base kernel on inputs whose indices all point into the first 64 entries
 }
 
 
 def load_variant(src: str, name: str, tmp: Path):
     text = src
+    for knob, value in KNOBS.get(name, {}).items():
+        text, n = re.subn(rf"^{knob} = \d+", f"{knob} = {value}", text, count=1, flags=re.M)
+        if not n:
+            raise SystemExit(f"knob variant {name}: no `{knob} = <int>` line in the kernel")
     for old, new in VARIANTS[name]:
         if old not in text:
             raise SystemExit(f"knock-out {name}: {old!r} is not in the kernel any more")
