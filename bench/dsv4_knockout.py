@@ -34,9 +34,15 @@ from harness.tasks import load_module, load_task  # noqa: E402
 # (name, [(old, new), ...]) edits of kernel.py; every `old` must occur (a stale edit fails loudly).
 DOT_QK = "s = tl.dot(q, tl.trans(kv))"
 DOT_PV = "acc = tl.dot(p.to(tl.bfloat16), kv, acc)"
+FINITE_MAX = [
+    ('m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)', 'm_i = tl.full([BLOCK_H], -1e30, tl.float32)'),
+    ('alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m_i - m_new))', "alpha = tl.exp(m_i - m_new)"),
+    ('p = tl.where(m_new[:, None] == float("-inf"), 0.0, tl.exp(s - m_new[:, None]))', "p = tl.exp(s - m_new[:, None])"),
+]
 # Knob variants set module constants (`NAME = value` at the start of a line), whatever they are now.
 KNOBS: dict[str, dict[str, int]] = {
     "bn32s3": dict(BLOCK_N=32, NUM_STAGES=3),
+    "finitemax_bn32s3": dict(BLOCK_N=32, NUM_STAGES=3),
     "bn64s2": dict(BLOCK_N=64, NUM_STAGES=2),
     "bn64s3": dict(BLOCK_N=64, NUM_STAGES=3),
     "bn128s1": dict(BLOCK_N=128, NUM_STAGES=1),
@@ -60,6 +66,9 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
     "nogather": [("comp_base + tl.maximum(idx, 0).to(tl.int64) * sc_t", "comp_base + (t - W).to(tl.int64) * sc_t")],
     # no rescale of the accumulator when the running max moves (wrong maths; what the rescale costs)
     "norescale": [("    acc = acc * alpha[:, None]\n", "")],
+    # a finite running max (-1e30, not -inf): no "row saw only -inf" selects on [BLOCK_H, BLOCK_N] a step
+    "finitemax": FINITE_MAX,
+    "finitemax_bn32s3": FINITE_MAX,
     **{k: [] for k in KNOBS},
     "hot": [],  # the base kernel on inputs whose indices all point into the first 64 entries
 }
