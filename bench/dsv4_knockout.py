@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.dsv4_targets import _flush, graph_us  # noqa: E402
+from bench.dsv4_targets import _flush, compiled_stats, graph_us  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
 
 # (name, [(old, new), ...]) edits of kernel.py; every `old` must occur (a stale edit fails loudly).
@@ -127,9 +127,9 @@ def main(argv=None) -> int:
                 try:
                     us = graph_us(lambda: fn(*args), flush=True) - flush_us
                     ll = getattr(mod, "last_launch", {})
-                    rows.append((shape.name, n, us, ll.get("splits"), ll.get("config"), ll.get("compiled")))
+                    rows.append((shape.name, n, us, ll.get("splits"), ll.get("config"), compiled_stats(ll.get("compiled"))))
                     print(f"{shape.name:15s} {n:9s} {us:8.1f} us  splits {ll.get('splits')} {ll.get('config')} "
-                          f"{ll.get('compiled')} ({time.time() - t0:.0f}s)", flush=True)
+                          f"{compiled_stats(ll.get('compiled'))} ({time.time() - t0:.0f}s)", flush=True)
                 except Exception as e:  # a knock-out that does not compile is a finding too
                     print(f"{shape.name:15s} {n:9s} ERROR {type(e).__name__}: {str(e)[:160]}", flush=True)
         base = {s: us for s, n, us, *_ in rows if n == "base"}

@@ -71,6 +71,22 @@ def _flush():
     _flush_buf.zero_()
 
 
+def compiled_stats(compiled) -> dict:
+    """Registers and spills a thread, shared memory and wgmma instructions of a compiled Triton kernel
+    (what a DSV4 wrapper keeps in last_launch["compiled"]): spills or no wgmma explain a slow kernel.
+    Here, not in the kernel files: they read private compiler attributes, which the static stage
+    refuses in a candidate (and candidates start as copies of the baselines)."""
+    if compiled is None or isinstance(compiled, dict):
+        return dict(compiled or {})
+    try:
+        compiled._init_handles()
+        ptx = compiled.asm.get("ptx", "")
+        shared = getattr(getattr(compiled, "metadata", compiled), "shared", 0)
+        return dict(regs=compiled.n_regs, spills=compiled.n_spills, smem=shared, wgmma=ptx.count("wgmma.mma_async"))
+    except Exception as e:  # a diagnostic only
+        return dict(error=type(e).__name__)
+
+
 def graph_us(fn, calls=20, flush=False, replays=5) -> float:
     """Per-call GPU time of `calls` calls captured in one CUDA graph (median of `replays` replays).
     With flush, each call is preceded by an L2 flush whose own graph time is subtracted."""
@@ -119,7 +135,7 @@ def measure(name, task, ref, kfn, kmod, shape, bw, rep_ms, flush_only_us, inputs
                graph_us=graph_us(lambda: kfn(*inputs)),
                cold_us=cold_us(lambda: kfn(*inputs), flush_only_us),
                config=dict(getattr(kmod, "last_launch", {}).get("config") or {}),
-               compiled=dict(getattr(kmod, "last_launch", {}).get("compiled") or {}),
+               compiled=compiled_stats(getattr(kmod, "last_launch", {}).get("compiled")),
                splits=getattr(kmod, "last_launch", {}).get("splits"))
     row["pct_roof"] = 100 * roof / row["cold_us"]
     return row
@@ -253,7 +269,7 @@ def sweep(names, only, flush_only_us, shapes_of=lambda task: task.shapes, until=
                     setattr(kmod, k, v)
                 try:  # one configuration that fails to build must not cost the rest of the sweep
                     err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
-                    c = kmod.last_launch.get("compiled") or {}
+                    c = compiled_stats(kmod.last_launch.get("compiled"))
                     used = "/".join(str(kmod.last_launch["config"][k]) for k in SWEEP_KNOBS) + \
                         ("" if kmod.last_launch["fused"] else "s") + (f" {c['regs']}/{c['spills']}" if "regs" in c else "")
                     us = cold_us(lambda: kfn(*inputs), flush_only_us) if err is None else float("inf")

@@ -226,18 +226,6 @@ def _candidates(smem):
     return out or [(BLOCK_H, 16, NUM_WARPS, 1)]
 
 
-def _compiled_stats(compiled) -> dict:
-    """Registers and spills a thread, shared memory, and the wgmma instructions of the compiled
-    partial kernel: read by bench/dsv4_targets.py (spills or no wgmma explain a slow kernel)."""
-    try:
-        compiled._init_handles()
-        ptx = compiled.asm.get("ptx", "")
-        return dict(regs=compiled.n_regs, spills=compiled.n_spills, smem=_shared_bytes(compiled),
-                    wgmma=ptx.count("wgmma.mma_async"))
-    except Exception as e:  # a diagnostic only: never fail a launch over it
-        return dict(error=type(e).__name__)
-
-
 def _shared_bytes(compiled) -> int:
     # Triton >= 3 keeps it in .metadata.shared, 2.x in .shared.
     return getattr(getattr(compiled, "metadata", compiled), "shared", 0)
@@ -257,7 +245,9 @@ def _num_splits(n_keys, block_n, programs, n_sms):
 
 
 _chosen: dict = {}  # (device, knobs) -> the configuration that compiled there
-_stats: dict = {}  # (device, knobs) -> what the compiler made of it (_compiled_stats)
+# (device, knobs) -> the compiled partial kernel (bench/dsv4_targets.py reads its registers and spills:
+# the diagnostics live there, so that this file, which candidates copy, passes the static stage)
+_compiled: dict = {}
 _workspace: dict = {}  # (device, B, H, nsplit) -> partial acc + max/sum, or the fused path's RoPE scratch
 
 
@@ -310,7 +300,7 @@ def dsv4_hca_decode(q, kv_window, window_len, comp_cache, n_visible, sinks, cos,
             break
         compiled = _hca_partial.warmup(*args, grid=(1,), **meta)
         if _shared_bytes(compiled) <= smem:
-            _stats[key] = _compiled_stats(compiled)
+            _compiled[key] = compiled
             break
     _chosen[key] = (bh, bn, warps, stages)
     _hca_partial[(n_hb, nsplit, B)](*args, **meta)
@@ -320,5 +310,5 @@ def dsv4_hca_decode(q, kv_window, window_len, comp_cache, n_visible, sinks, cos,
                              CS=min(COMBINE_SPLITS, triton.next_power_of_2(nsplit)), num_warps=4)
     last_launch.update(grid=(n_hb, nsplit, B), splits=nsplit, fused=fused,
                        config=dict(BLOCK_H=bh, BLOCK_N=bn, NUM_WARPS=warps, NUM_STAGES=stages, WARP_SPEC=WARP_SPEC),
-                       compiled=_stats.get(key, {}))
+                       compiled=_compiled.get(key))
     return o
