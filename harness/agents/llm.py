@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generator, Iterator, Mapping
 
-import httpx2
-
 from harness.agents.base import (AgentEvent, Exhausted, Notice, Proposal, ProposalContext,
                                  UsageReport)
 from harness.paths import config_dir
@@ -322,6 +320,8 @@ def _error_message(exc: Exception) -> str:
 def classify(exc: BaseException) -> Failure:
     """Sort an SDK or transport exception into retry / fatal / bad-request, duck-typed so that
     anthropic's and openai's exception classes (both over httpx2) need no separate code."""
+    import httpx2  # here, not at the top: the offline tuner's start (preflight imports this module) needs no HTTP client
+
     name = type(exc).__name__
     if isinstance(exc, StreamDropped):
         return Failure("retry", f"stream dropped ({exc})")
