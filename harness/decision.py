@@ -34,6 +34,13 @@ class Decider(Protocol):
     def decide(self, request: DecisionRequest) -> DecisionReply: ...
 
 
+def veto_reason_of(by: str, reason: str, bucket_kept: bool) -> str:
+    """What an agent hears as the person's veto: their own words on a revert. The reason of an automatic
+    decision, or of a keep for some buckets ("kept for buckets short, mid only"), is no veto: the
+    offline tuner once read its bucket winners as vetoed and stopped searching around them."""
+    return reason if by == "human" and not bucket_kept else ""
+
+
 class AutoDecider:
     """Follows the harness's recommendation (`--auto`)."""
 

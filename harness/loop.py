@@ -19,6 +19,7 @@ from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, Pr
                                  ReasoningChunk, UsageReport)
 from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
 from harness.decision import AutoDecider, Decider, DecisionReply, DecisionRequest  # noqa: F401 (callers import them from here)
+from harness.decision import veto_reason_of
 from harness.dispatch import keep_for_buckets, restore_bucket_refs
 from harness.evaluate.backends import EvalJob, Evaluator, LocalEvaluator, calling, options_dict
 from harness.evaluate.records import Recommendation, Verdict
@@ -155,8 +156,10 @@ class Loop:
             outcome = outcome_of(v)
             if outcome == "accepted":
                 outcome = "kept" if r["action"] == "keep" else "reverted"
+            bucket_kept = any(bk.get("iteration") == st.iteration for bk in h.bucket_keeps)
             self.history.append(Attempt(st.iteration, p.get("description", ""), outcome, summarize_verdict(v),
-                                        r.get("reason", ""), st.meta, v.get("shapes") or []))
+                                        veto_reason_of(r.get("by", "human"), r.get("reason", ""), bucket_kept),
+                                        st.meta, v.get("shapes") or []))
         last_keep = h.last_keep
         # A kill between journalling a keep and moving the ref: finish the keep now.
         ws = self.session.workspace
@@ -292,8 +295,10 @@ class Loop:
         outcome = outcome_of(verdict)
         if outcome == "accepted":
             outcome = "kept" if action == "keep" else "reverted"
-        self.history.append(Attempt(it, slot.description, outcome, summarize_verdict(verdict), reply.reason,
-                                    slot.meta or {}, verdict.get("shapes") or []))
+        bucket_kept = bool(getattr(reply, "buckets", None) and request.can_keep and action != "keep")
+        self.history.append(Attempt(it, slot.description, outcome, summarize_verdict(verdict),
+                                    veto_reason_of(by, reply.reason, bucket_kept), slot.meta or {},
+                                    verdict.get("shapes") or []))
 
     # -- proposing: `proposals` threads ----------------------------------------------------------
     def _budget_out(self) -> bool:

@@ -29,6 +29,8 @@ class Scripted:
         a = self.actions.pop(0)
         if isinstance(a, BaseException):
             raise a
+        if isinstance(a, tuple):  # (action, the person's reason)
+            return DecisionReply(a[0], "human", a[1])
         return DecisionReply(a, "human")
 
 
@@ -155,6 +157,34 @@ def test_stdin_b_keeps_for_winning_buckets_only(tmp_path):
     keeps = [r for r in s.journal.read() if r["kind"] == "BucketKeep"]
     assert [k["buckets"] for k in keeps] == [["short"]]
     assert s.workspace.best != s.workspace.candidate_ref(1)
+
+
+def test_a_keep_for_buckets_is_no_veto_to_the_agent_live_or_resumed(tmp_path):
+    from harness.dispatch import KeepBucketsDecider
+    from harness.loop import AutoDecider
+
+    v = verdict(action="revert")
+    v["timing_available"] = True
+    v["shapes"] = [  # wins the short bucket clearly, loses mid: reverted overall, kept for short
+        {"name": "many short rows", "correct": True, "speedup": 1.4, "noise_pct": 2.0, "candidate_us": 50.0,
+         "incumbent_us": 70.0},
+        {"name": "4k x 4k", "correct": True, "speedup": 0.8, "noise_pct": 2.0, "candidate_us": 50.0, "incumbent_us": 40.0},
+    ]
+    s = new_session(tmp_path)
+    loop = Loop(s, TASK, TunerAgent(), KeepBucketsDecider(AutoDecider(), TASK, session=s), lambda *a: v,
+                max_iterations=1)
+    loop.run()
+    assert [r["buckets"] for r in s.journal.read() if r["kind"] == "BucketKeep"] == [["short"]]
+    # The tuner once read "kept for buckets short only" as the person's veto and excluded the
+    # winner and its neighbours from its search.
+    assert [a.veto_reason for a in loop.history] == [""]
+    resumed = Loop(Session.open(s.id, base=tmp_path), TASK, TunerAgent(), Scripted(), lambda *a: v, max_iterations=1)
+    assert [a.veto_reason for a in resumed.history] == [""]
+    # A person's own words on a revert still are one.
+    s2 = new_session(tmp_path / "b")
+    human = Loop(s2, TASK, TunerAgent(), Scripted(("revert", "too many warps")), lambda *a: verdict(), max_iterations=1)
+    human.run()
+    assert [a.veto_reason for a in human.history] == ["too many warps"]
 
 
 class Replays:
