@@ -5,8 +5,10 @@ Applied to every verdict after the decision rule (verdict.recommend) has spoken:
 - Each timed shape gets `winner`: "candidate" (faster beyond its noise band), "incumbent" (slower
   beyond it) or "tie". Per-bucket keeps (harness.evaluate.buckets) go by it.
 - Stable timing: a keep needs every shape's sample spread within verdict.SPREAD_MAX_PCT (reported
-  per shape as `spread_pct`, the bound as `spread_bound_pct`). The figures judged are the re-measured
-  ones (every would-be keep is measured again in a fresh process); still noisy, it is not kept.
+  per shape as `spread_pct`, the bound as `spread_bound_pct`), or the shape's change beyond its band
+  and twice its spread (verdict.CLEAR_SPREADS: it can't change sign within it). The figures judged are
+  the re-measured ones (every would-be keep is measured again in a fresh process); still noisy, it is
+  not kept.
 - Protected shapes (task.toml `protected`, long-context shapes by default): no keep may slow one
   beyond its noise band. A geomean win that does is recommended as a keep for the buckets it wins
   that leave the protected shapes out (the recommendation's `buckets`; `--auto` follows it), never a
@@ -49,7 +51,7 @@ def apply(v: dict, task: Task, heldout_checked: bool = True) -> dict:
         v["recommendation"] = _revert("held-out shapes and hard inputs were not checked (EvalOptions.heldout "
                                       "off): a keep needs them")
         return v
-    noisy = [e for e in timed if not vd.stable(e)]
+    noisy = [e for e in timed if not vd.stable(e) and not vd.clear_beyond_spread(e)]
     if noisy:
         v["recommendation"] = _revert(
             f"noisy: {rec['reason']}, but the timing of "

@@ -71,6 +71,12 @@ def spread_pct(xs: list[float]) -> float:
 # would-be keep is re-measured in a fresh process first, so a noisy first run gets a second chance.
 SPREAD_MAX_PCT = 10.0
 SPREAD_FLOOR_US = 0.5
+# ... unless the shape's change dwarfs its spread: a gain (or loss) beyond its noise band and at
+# least CLEAR_SPREADS times its spread can't change sign within it. On the H200 a 2.9x faster
+# candidate's many-short-rows samples spread 10-16% (the faster call, the larger the share of
+# jitter), and the old rule reverted 1.3-1.55x geomean wins as "noisy". A/A pairs gain ~0: for
+# them the rule is unchanged.
+CLEAR_SPREADS = 2.0
 
 
 def shape_spread(*sides: list[float]) -> dict:
@@ -94,6 +100,15 @@ def stable(entry: dict) -> bool:
     if pct is None or us is None:
         return False
     return pct <= SPREAD_MAX_PCT or us <= SPREAD_FLOOR_US
+
+
+def clear_beyond_spread(entry: dict) -> bool:
+    """The shape's change is beyond its noise band and CLEAR_SPREADS times its spread (see there)."""
+    sp, band, pct = entry.get("speedup"), entry.get("noise_pct"), entry.get("spread_pct")
+    if not all(isinstance(x, (int, float)) for x in (sp, band, pct)) or sp <= 0:
+        return False
+    change = abs(sp - 1) * 100 if sp >= 1 else abs(1 / sp - 1) * 100
+    return change > band and change >= CLEAR_SPREADS * pct
 
 
 def geomean(values: list[float], weights: list[float]) -> float | None:
