@@ -26,8 +26,8 @@ A kernel that skips a share x of its calls (or of their rows) is caught with pro
 1-(1-x)^k over k checked calls; what it skips unseen it gains little from. The inputs are made in the child
 before the timed window, so a candidate that hooks their making can compute there and replay a
 copy: it can gain up to the floor, not past it (closing that needs inputs written by the parent,
-e.g. through CUDA IPC while the child is stopped). The re-measure of a big win runs the same
-way in two fresh children.
+e.g. through CUDA IPC while the child is stopped). The re-measure of a win (timing_stage.to_remeasure
+says which shapes) runs the same way in two fresh children.
 """
 from __future__ import annotations
 
