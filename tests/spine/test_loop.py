@@ -331,3 +331,38 @@ def test_a_spent_budget_stops_the_run_before_the_next_proposal(tmp_path):
     assert Loop(s, TASK, agent, SpendsAtTwo(), lambda *a: verdict(), max_iterations=5, budget=budget).run() \
         == "budget reached"
     assert agent.asked == [1, 2]
+
+
+def test_after_a_bucket_keep_the_tuner_searches_around_that_bucket_winner(tmp_path):
+    """The H200's README run: rows.py's defaults won the long bucket (kept for it, reverted overall);
+    the tuner then read that keep as a veto, excluded it and its neighbours, and walked kernel.py's
+    grid. It must climb from the long bucket's winner instead."""
+    from harness.dispatch import KeepBucketsDecider
+    from harness.loop import AutoDecider
+
+    inc = {"4k x 4k": 40.0, "many short rows": 100.0, "vocab 32k": 130.0, "long rows 128k": 280.0}
+    rows = {"4k x 4k": 60.0, "many short rows": 200.0, "vocab 32k": 100.0, "long rows 128k": 200.0}
+
+    def timed_verdict(task, cand, _inc):
+        src = Path(cand).read_text()
+        mine = rows if "the row held in registers" in src else {k: 2 * v for k, v in inc.items()}
+        shapes = []
+        for s in TASK.shapes:
+            c, i = mine[s.name], inc[s.name]
+            # short and mid near their roofline (the search leaves them), long far from it
+            pct = 40.0 if s.dims["cols"] > 16384 else 95.0
+            shapes.append({"name": s.name, "dims": dict(s.dims), "correct": True, "candidate_us": c,
+                           "incumbent_us": i, "speedup": i / c, "noise_pct": 2.0, "spread_pct": 1.0,
+                           "spread_us": 0.1, "roofline_pct": pct * i / c if c < i else pct / 2})
+        return {"accepted": True, "stage": "done", "reasons": [], "shapes": shapes, "timing_available": True,
+                "geomean_speedup": 0.88, "noise_band_pct": 2.0,
+                "recommendation": {"action": "revert", "reason": "slower overall", "can_keep": True}}
+
+    s = new_session(tmp_path)
+    loop = Loop(s, TASK, TunerAgent(s.root), KeepBucketsDecider(AutoDecider(), TASK, session=s), timed_verdict,
+                max_iterations=6)
+    loop.run()
+    keeps = [r for r in s.journal.read() if r["kind"] == "BucketKeep"]
+    assert [k["buckets"] for k in keeps] == [["long"]]
+    assert loop.history[-1].meta["variant"] == "variants/rows.py", [a.meta for a in loop.history]
+    assert all(not a.veto_reason for a in loop.history)
