@@ -67,8 +67,34 @@ def test_wins_alone_loses_end_to_end_is_rejected(layout_task):
 
 
 def test_same_kernel_end_to_end_is_not_rejected(layout_task):
-    res = e2e.e2e_check(layout_task, incumbent, incumbent, device="cpu", timer=e2e.wall_timer, reps=3, rounds=4)
+    res = e2e.e2e_check(layout_task, incumbent, incumbent, device="cpu", timer=e2e.wall_timer, reps=3, rounds=6)
     assert res["accepted"], res
+
+
+def test_a_loss_that_one_round_does_not_show_is_noise(layout_task):
+    """The CI failure of 37c6676: the same kernel rejected as slower, its pooled median pushed past
+    the band by load bursts that happened to fall on its calls. A loss must show in every round."""
+    cand_calls = []
+
+    def bursts_on_candidate(step, reps):
+        if step.__self__.fn is not incumbent_copy:
+            return [100.0] * reps
+        cand_calls.append(step)
+        return [100.0 if len(cand_calls) == 1 else 130.0] * reps  # every round but the first
+
+    def incumbent_copy(x):
+        return incumbent(x)
+
+    res = e2e.e2e_check(layout_task, incumbent_copy, incumbent, device="cpu", timer=bursts_on_candidate,
+                        reps=3, rounds=4)
+    assert res["speedup"] < 1 - res["noise_band"]  # the pooled medians alone call it a loss
+    assert res["accepted"] and res["reason"] is None
+
+
+def test_slower_every_round_pairs_adjacent_samples():
+    assert e2e.slower_every_round([100.0] * 4, [110.0] * 4, reps=2)
+    assert not e2e.slower_every_round([100.0, 100.0, 120.0, 120.0], [110.0, 110.0, 120.0, 120.0], reps=2)
+    assert not e2e.slower_every_round([], [], reps=2)
 
 
 def test_rejection_folds_into_the_verdict(layout_task):
@@ -98,11 +124,25 @@ def test_wrong_output_end_to_end_is_rejected(layout_task):
     assert not res["accepted"] and res["reason"]["rule"] == "e2e-incorrect"
 
 
-def test_noise_band_floors_and_spreads():
+def test_noise_band_floors_spreads_and_caps():
     assert e2e.noise_band([100.0] * 8) == e2e.MIN_NOISE_BAND
     wide = [80.0, 90, 100, 110, 120, 100, 100, 100]
     q = statistics.quantiles(wide, n=4)
     assert e2e.noise_band(wide) == pytest.approx((q[2] - q[0]) / 2 / 100)
+    # a loaded CPU (the CI failure of the layout test): a few calls 5x the rest
+    assert e2e.noise_band([6821, 1384, 1275, 1537, 1482, 5651, 2655, 5591, 1431, 1802, 6106, 1661]) == e2e.MAX_NOISE_BAND
+
+
+def test_a_ten_times_slower_workload_is_a_loss_however_loaded_the_machine(layout_task):
+    loaded = iter([[6821, 1384, 1275], [31649, 38928, 31250], [31425, 40272, 31307], [1537, 1482, 5651],
+                   [2655, 5591, 1431], [31655, 30522, 33984], [31517, 31232, 31949], [1802, 6106, 1661]])
+
+    def replay(step, reps):  # samples measured on 2 busy cores, in time_interleaved's order
+        return [1000.0] if reps == 1 else list(map(float, next(loaded)))
+
+    res = e2e.e2e_check(layout_task, fast_alone_but_column_major, incumbent, device="cpu", timer=replay,
+                        reps=3, rounds=4)
+    assert not res["accepted"] and res["reason"]["rule"] == "e2e-slower"
 
 
 def test_real_workload_with_triton_kernels_in_the_interpreter(task):
