@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -32,12 +34,15 @@ def _text(v: dict) -> str:
     return buf.getvalue()
 
 
-def test_missing_candidate_is_bad_input_and_fast(tmp_path, capsys):
-    t0 = time.perf_counter()
-    rc = main(["eval", "softmax", str(tmp_path / "nope.py")])
-    assert rc == 2
-    assert "nope.py: no such file" in capsys.readouterr().err
-    assert time.perf_counter() - t0 < 2.0  # answered before importing torch
+def test_missing_candidate_is_bad_input_and_answered_before_importing_torch(tmp_path):
+    # in a child: this test process may have imported torch already; a wall-clock bound flakes on busy CI
+    probe = ("import sys\nfrom harness.cli import main\n"
+             f"rc = main(['eval', 'softmax', {str(tmp_path / 'nope.py')!r}])\n"
+             "print(rc, 'torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                       cwd=Path(__file__).resolve().parents[2])
+    assert r.stdout.split() == ["2", "False"], r.stdout + r.stderr
+    assert "nope.py: no such file" in r.stderr
 
 
 def test_static_rejection_has_no_empty_table_and_names_file_line():
