@@ -10,7 +10,8 @@
 #   sweep      every variant x configuration of its declared space on every shape, for each TASK in $SWEEP_TASKS
 #              (default "softmax rmsnorm"): best per shape / variant / bucket as % of copy bandwidth, Liger's
 #              figure, and whether 80% is reached (bench/variant_sweep.py; $SWEEP_TIMEOUT s, default 230;
-#              $SWEEP_FLAGS passed on, e.g. "--variants persistent,twopass --rep-ms 20")
+#              $SWEEP_FLAGS passed on, e.g. "--variants persistent,twopass --rep-ms 20"; $SWEEP_SHAPES: shape names,
+#              comma-separated, e.g. "vocab 32k,long rows 128k")
 #   splitcheck issue 24: `warpsmith eval --no-time` of softmax's and rmsnorm's variants/split.py on the GPU (held-out
 #              widths and hard inputs: correctness of the cross-program barrier, which the interpreter can't run
 #              with more than one piece a row), $SPLITCHECK_TIMEOUT s each (default 60; a stuck barrier gives up
@@ -162,7 +163,7 @@ EOF
     sweep) L=$(limit ${SWEEP_TIMEOUT:-230}) || { echo "== skip $s"; continue; }
       # The sweep stops timing 25 s before its limit and still prints its tables.
       timeout "$L" python3 "$REPO/bench/variant_sweep.py" ${SWEEP_TASKS:-softmax rmsnorm} --budget-s $(( L - 25 )) \
-          ${SWEEP_FLAGS:-} --json "$OUT/sweep.json" 2>&1 | tee "$OUT/sweep.txt" | grep -v "^  error\|Warning" | tail -70 ;;
+          ${SWEEP_FLAGS:-} ${SWEEP_SHAPES:+--shapes "$SWEEP_SHAPES"} --json "$OUT/sweep.json" 2>&1 | tee "$OUT/sweep.txt" | grep -v "^  error\|Warning" | tail -70 ;;
     splitcheck)
       for t in softmax rmsnorm; do
         L=$(limit ${SPLITCHECK_TIMEOUT:-60}) || { echo "== skip $s/$t"; continue; }

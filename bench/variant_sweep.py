@@ -91,13 +91,17 @@ def _launch_key(kernel, grid, args, kwargs) -> tuple:
 
 # -- the search space ------------------------------------------------------------------------------
 def limits_here(on_gpu: bool) -> dict:
-    from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB
+    from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, PER_SM
     smem = DEFAULT_SMEM_KIB * 1024
+    per_sm = dict(PER_SM)
     if on_gpu:
         import torch
         p = torch.cuda.get_device_properties(0)
         smem = int(getattr(p, "shared_memory_per_block_optin", 0) or smem)
-    return {**ARCH, "smem_per_block": smem}
+        per_sm = {"regs_per_sm": int(getattr(p, "regs_per_multiprocessor", 0) or PER_SM["regs_per_sm"]),
+                  "smem_per_sm": int(getattr(p, "shared_memory_per_multiprocessor", 0) or PER_SM["smem_per_sm"]),
+                  "warps_per_sm": int(getattr(p, "max_threads_per_multi_processor", 0) or 32 * PER_SM["warps_per_sm"]) // 32}
+    return {**ARCH, **per_sm, "smem_per_block": smem}
 
 
 def configurations(task, limits: dict, only: set[str], limit: int | None, seed: int) -> list[dict]:

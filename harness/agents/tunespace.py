@@ -13,7 +13,8 @@ declared are still found (launch num_warps/num_stages/UPPER_CASE blocks, UPPER_C
 searched over a ladder around their value: powers of two for blocks (tl.arange needs them),
 1..32 warps, 1..5 stages. Built in, always: num_warps <= max_warps, a block-like knob whose literal
 is a power of two only takes powers of two, and `smem_per_block` (bytes) / `regs_per_thread` are
-there for `require` lines to use.
+there for `require` lines to use, with `regs_per_sm` / `smem_per_sm` / `warps_per_sm` (programs that
+must be resident together).
 """
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ from harness.agents.tuner_knobs import PY, Knob, find_knobs, kind_of
 ARCH = {"max_warps": 32, "regs_per_thread": 255}
 # Shared memory per block when no hardware pack is selected (H100/H200: 227 KiB, the packs' figure).
 DEFAULT_SMEM_KIB = 227
+# Per SM, for kernels that need several programs resident at once (a persistent grid whose programs
+# wait for each other): the hardware pack's registers_per_sm_kib, smem_per_sm_kib and warps_per_sm,
+# else H100/H200's (CUDA C++ Programming Guide, "Compute Capabilities": 64K 32-bit registers,
+# 228 KiB shared memory, 64 warps per SM for compute capability 9.0).
+PER_SM = {"regs_per_sm": 65536, "smem_per_sm": 228 * 1024, "warps_per_sm": 64}
 
 DECL = re.compile(r"#\s*warpsmith:\s*(tune|require)\s+(.*)$")
 TUNE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s+in\s+\[([^\]]*)\]\s*$")
@@ -144,7 +150,7 @@ def _check_expr(node, names: set[str]) -> str | None:
                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("min", "max")}
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id not in names and id(n) not in callees:
-            return f"unknown name {n.id!r} (tuned names and {', '.join(sorted([*ARCH, 'smem_per_block']))})"
+            return f"unknown name {n.id!r} (tuned names and {', '.join(sorted([*ARCH, *PER_SM, 'smem_per_block']))})"
         if isinstance(n, (ast.Attribute, ast.Subscript, ast.Lambda, ast.Starred, ast.keyword)):
             return "only arithmetic, comparisons, min and max"
         if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in ("min", "max")):
@@ -226,7 +232,7 @@ def read_space(source: str, variant: str = "incumbent") -> Space:
             values = sorted(set(v for k in ks for v in ladder(k)))
             if len(values) > 1:
                 space.params.append(Param(name, values, ks, False, default))
-    names = {p.name for p in space.params} | set(ARCH) | {"smem_per_block"}
+    names = {p.name for p in space.params} | set(ARCH) | set(PER_SM) | {"smem_per_block"}
     for line, text in pending_requires:
         try:
             tree = ast.parse(text, mode="eval")
@@ -251,5 +257,9 @@ def hardware_limits(packs: list[dict]) -> tuple[dict[str, int], dict, str]:
         if raw.get("kind") == "hardware":
             specs = raw.get("specs") or {}
             kib = specs.get("smem_per_block_kib", DEFAULT_SMEM_KIB)
-            return {**ARCH, "smem_per_block": int(kib * 1024)}, specs, str(raw.get("id", p.get("id", "")))
-    return {**ARCH, "smem_per_block": DEFAULT_SMEM_KIB * 1024}, {}, ""
+            per_sm = {"regs_per_sm": int(specs.get("registers_per_sm_kib", 256) * 1024 // 4),
+                      "smem_per_sm": int(specs.get("smem_per_sm_kib", PER_SM["smem_per_sm"] // 1024) * 1024),
+                      "warps_per_sm": int(specs.get("warps_per_sm", PER_SM["warps_per_sm"]))}
+            return ({**ARCH, **per_sm, "smem_per_block": int(kib * 1024)}, specs,
+                    str(raw.get("id", p.get("id", ""))))
+    return {**ARCH, **PER_SM, "smem_per_block": DEFAULT_SMEM_KIB * 1024}, {}, ""

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, read_space
+from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, PER_SM, read_space
 from harness.tasks import load_module, load_task
 
 REPO = Path(__file__).resolve().parents[2]
-LIMITS = {**ARCH, "smem_per_block": DEFAULT_SMEM_KIB * 1024}
+LIMITS = {**ARCH, **PER_SM, "smem_per_block": DEFAULT_SMEM_KIB * 1024}
 
 
 def _check(task, fn, dims):
@@ -78,9 +78,9 @@ def test_twopass_variant_pipelined_at_its_corners(task_name, tmp_path):
 @pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
 def test_split_variant_on_its_whole_row_and_split_paths(task_name, tmp_path):
     """The one-pass path at its declared corners, then rows longer than MAX_ONEPASS on the split path:
-    in the interpreter a row is one piece (its programs run one after another, so a barrier between
-    pieces could never be passed), which still runs the barrier, the partial exchange and the
-    combine, on rows of every length around the threshold, more rows than programs, and the hard inputs."""
+    in the interpreter a row is one piece (its programs run one after another, so a wait for a later
+    program could never end), which still runs the exchange of tagged partials and the combine, on rows
+    of every length around the threshold, more rows than programs, and the hard inputs."""
     task = load_task(task_name, check_null=False)
     space = read_space((task.root / "variants/split.py").read_text(), "variants/split.py")
     grid = space.grid(LIMITS)
@@ -92,15 +92,72 @@ def test_split_variant_on_its_whole_row_and_split_paths(task_name, tmp_path):
         for dims in ({"rows": 37, "cols": 100}, {"rows": 5, "cols": 1500}):
             _check(task, getattr(mod, task.entry), dims)
     mod.MAX_ONEPASS = 1024
-    for prefetch in (1, 2):  # the next row's piece, or the next two rows', loading during the barrier
+    for prefetch in (1, 2):  # the next row's piece, or the next two rows', loading during the wait
         mod.PREFETCH = prefetch
         for cols in (1025, 2047, 3001):
             _check(task, getattr(mod, task.entry), {"rows": 5, "cols": cols})
     for case in getattr(task.load_reference(), "HARD_CASES", {}):  # -inf masks, huge values...
         _check(task, getattr(mod, task.entry), {"rows": 4, "cols": 3001, "case": case})
-    # Called again: the barrier's counters were left at 0 by the last arrival, ready for the next call.
-    bar, _ = mod._SCRATCH[-1]
-    assert not bar[0::2].any()
+    # Every call left the exit counter at 0 and moved the base tag on past its own tags (3 programs:
+    # 4 or 5 rows take 2 iterations a group, tags base + 1 and base + 2; the next call starts at base + 3).
+    sync, _ = mod._SCRATCH[(-1, 0)]
+    calls = 2 * 3 + len(getattr(task.load_reference(), "HARD_CASES", {}))
+    assert sync.tolist() == [3 * calls, 0]
+
+
+@pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
+def test_split_variant_wait_gives_up_with_nan_rows_not_a_hang(task_name):
+    """A group whose programs are not all resident: in the interpreter the two programs of a row run
+    one after another, so the first waits for a partial that never comes. With the wait bounded at 4
+    polls it gives up and writes NaN (which fails every check) and goes on; the second program then
+    finds the first's words: for row 0 already overwritten by row 2's (the first ran all its rows),
+    so row 0 gives up too, rows 1 and 2 are right. Then the scratch is ready for the next call."""
+    task = load_task(task_name, check_null=False)
+    ref = task.load_reference()
+    mod = load_module(task.root / "variants/split.py", f"t_split_wait_{task_name}")
+    xs = ref.make_inputs({"rows": 3, "cols": 3000}, torch.bfloat16, 1, "cpu")
+    exp = ref.reference(*xs)
+    y = torch.empty_like(xs[0])
+    sync = torch.zeros(2, dtype=torch.int32)
+    if task_name == "softmax":
+        part = torch.zeros((2, 2, 2), dtype=torch.int64)
+        args = (xs[0], y, sync, part, 3, 3000, xs[0].stride(0), y.stride(0), 1, 4)
+    else:
+        part = torch.zeros((2, 2), dtype=torch.int64)
+        args = (xs[0], xs[1], y, sync, part, 3, 3000, xs[0].stride(0), y.stride(0), mod.EPS, 1, 4)
+    kernel = mod._softmax_split if task_name == "softmax" else mod._rmsnorm_split
+    kernel[(2,)](*args, CHUNKS=2, CHUNKS_P2=2, BLOCK=2048, PREFETCH=1)
+    assert y[:, :2048].isnan().all() and y[0, 2048:].isnan().all()
+    tol = task.tolerance["bfloat16"]
+    assert torch.allclose(y[1:, 2048:].float(), exp[1:, 2048:].float(), atol=tol.atol, rtol=tol.rtol)
+    assert sync.tolist() == [4, 0]  # 3 iterations: the next call's tags start past them, counter reset
+    _check(task, getattr(mod, task.entry), {"rows": 3, "cols": 20000})  # the wrapper, after a failed call
+
+
+@pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
+def test_split_variant_never_proposes_a_launch_that_cannot_be_resident(task_name, tmp_path):
+    """Every configuration the declared space allows, planned for an H200 (132 SMs, 2048 threads and
+    64K registers an SM) on both long shapes: at most the programs the SMs can hold at once, their
+    warps within an SM's, maxnreg within the register file they share, and the piece's estimated
+    registers within maxnreg (no spill by the require's own estimate). PER_SM 2 and 4 are proposed."""
+    task = load_task(task_name, check_null=False)
+    space = read_space((task.root / "variants/split.py").read_text(), "variants/split.py")
+    grid = space.grid(LIMITS)
+    assert {c["PER_SM"] for c in grid} == {1, 2, 4}
+    assert space.feasible({**space.default(), "PER_SM": 4, "LONG_WARPS": 32}, LIMITS)  # 128 warps: no SM holds them
+    mod = load_module(task.root / "variants/split.py", f"t_split_plan_{task_name}")
+    for c in grid:
+        for k, v in c.items():
+            setattr(mod, k, v)
+        for rows, cols in ((2048, 32768), (512, 131072), (1024, 131072), (3, 140000)):
+            chunks, groups, block, maxnreg = mod._plan(rows, cols, 132, 2048, 65536)
+            per_sm = c["PER_SM"]
+            assert chunks * groups <= 132 * per_sm, (c, rows, cols)
+            assert per_sm * c["LONG_WARPS"] <= 64
+            assert per_sm * c["LONG_WARPS"] * 32 * maxnreg <= 65536 and maxnreg <= 255
+            assert block * chunks >= cols and block <= c["MAX_PIECE"]
+        # The require's register estimate, against the register file these maxnreg registers make.
+        assert space.feasible(c, {**LIMITS, "regs_per_sm": maxnreg * 32 * per_sm * c["LONG_WARPS"]}) is None, c
 
 
 @pytest.mark.slow
