@@ -1,7 +1,7 @@
 """Every variant x every configuration of its declared space, on every shape: what a kernel
 engineer's sweep finds, as % of the copy bandwidth, to judge the tuner's result against.
 
-    python bench/variant_sweep.py softmax rmsnorm [--budget-s 220] [--workers 12] [--json out.json]
+    python bench/variant_sweep.py softmax rmsnorm [--budget-s 220] [--workers 12] [--json out.json] [--by PER_SM]
     python bench/variant_sweep.py softmax --interpreter --limit 6      # CPU: correctness of a sample only
     python bench/variant_sweep.py --apply sweep.json                   # write each variant's best as its defaults
 
@@ -327,7 +327,8 @@ def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -
         except Exception as e:  # noqa: BLE001 - Liger fails on 128k rows: recorded, not fatal
             liger[si] = {"us": None, "correct": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"}
         del x
-    return report(task, ref, dtype, shapes, confs, results, errors, liger, why, bw_gbs, timed, skipped, clone_us)
+    return report(task, ref, dtype, shapes, confs, results, errors, liger, why, bw_gbs, timed, skipped, clone_us,
+                  [k for k in args.by.split(",") if k])
 
 
 def triton_bench(fn, args) -> float:
@@ -344,7 +345,7 @@ def _label(c: dict) -> str:
 
 
 def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, bw_gbs, timed, skipped,
-           clone_us=None) -> dict:
+           clone_us=None, by=()) -> dict:
     clone_us = clone_us or {}
     roof = {si: (ref.bytes_moved(s.dims, dtype) / (bw_gbs * 1e9) * 1e6 if bw_gbs and hasattr(ref, "bytes_moved")
                  else None) for si, s in enumerate(shapes)}
@@ -414,6 +415,21 @@ def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, b
                                   "pct": [pct(si, full[ci][si]) for si in range(len(shapes))]}
             print(f"  {Path(v).stem} best on every shape together: {_label(confs[ci])}: "
                   + " | ".join(fmt(pct(si, full[ci][si]), full[ci][si]) for si in range(len(shapes))))
+    # Per value of a knob (--by PER_SM): each variant that has it, its best per shape at each value, so a
+    # new setting is judged beside the old ones in the same run.
+    out["by"] = {}
+    for knob in by:
+        for v in variants:
+            values = sorted({c["config"][knob] for c in confs if c["variant"] == v and knob in c["config"]})
+            for val in values:
+                cells = []
+                for si in range(len(shapes)):
+                    ts = [r["us"] for (sj, ci), r in results.items() if sj == si and r["us"]
+                          and confs[ci]["variant"] == v and confs[ci]["config"].get(knob) == val]
+                    cells.append(min(ts) if ts else None)
+                out["by"].setdefault(knob, {}).setdefault(v, {})[val] = [pct(si, us) for si, us in enumerate(cells)]
+                print(f"{(Path(v).stem[:14] + f' {knob}={val}')[:26]:<26}"
+                      + "".join(f"{fmt(pct(si, us), us):>18}" for si, us in enumerate(cells)))
     # Per bucket: what per-bucket keeps would hold (one configuration per bucket, geomean over its shapes).
     buckets = task.buckets or []
     for b in buckets:
@@ -485,6 +501,7 @@ def main() -> int:
     ap.add_argument("tasks", nargs="+")
     ap.add_argument("--variants", default="", help="comma-separated variant files or stems (default: all listed)")
     ap.add_argument("--shapes", default="", help="comma-separated shape names (default: all)")
+    ap.add_argument("--by", default="", help="comma-separated knobs (PER_SM): each variant's best per shape at each value")
     ap.add_argument("--budget-s", type=float, default=220.0, help="stop timing after this long, report what it has")
     ap.add_argument("--workers", type=int, default=None,
                     help="processes compiling ahead (default: cores - 2, at most 12, on a GPU; none on the interpreter)")

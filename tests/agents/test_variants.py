@@ -207,3 +207,10 @@ def test_sweep_report_from_timed_results_names_the_best_the_buckets_liger_and_th
     assert "bucket short: rows TILE=8192" in text and "bucket long: twopass BLOCK=8192" in text
     assert out["variants"]["variants/rows.py"]["best_overall"] in ({"TILE": 4096}, {"TILE": 8192})
     assert [round(r["best_pct"]) for r in out["shapes"]] == [85, 82, 81, 83]
+    # --by TILE: rows' best per shape at each TILE beside the other (twopass has no TILE: not listed).
+    out = vs.report(task, ref, torch.bfloat16, shapes, confs, results, {}, liger, None, 4000.0, 12, 0, clone_us,
+                    by=["TILE"])
+    assert {k: [round(p) for p in v] for k, v in out["by"]["TILE"]["variants/rows.py"].items()} == {
+        4096: [70, 70, 70, 50], 8192: [85, 82, 60, 40]}
+    assert list(out["by"]["TILE"]) == ["variants/rows.py"]
+    assert "rows TILE=8192" in capsys.readouterr().out
