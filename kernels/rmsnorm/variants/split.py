@@ -39,10 +39,11 @@ import triton.language as tl
 # warpsmith: tune PER_SM in [1, 2, 4]
 # All PER_SM programs of an SM must be resident at once: warps per SM, and registers (the launch caps
 # them with maxnreg at the register file shared by PER_SM programs; the piece must fit there without
-# spilling). A piece's registers, a thread: ~2.8 an element with PREFETCH 1, ~0.45 more a row ahead
-# (ptxas, sm_90a, the previous exchange: 16384 at 16 warps 114 registers (PREFETCH 1), 128
-# (PREFETCH 2), at 8 warps 205; this estimate: 112, 128, 208). Shared memory: the reductions'
-# scratch and the 1 KiB the system reserves per block on sm_90.
+# spilling). Registers a thread, E elements of the piece each (ptxas, sm_90a, bench/sm90_report.py on
+# this file): PREFETCH 1: E 32 112, E 64 200-205; PREFETCH 2: E 32 116-120, E 64 215; this estimate
+# 16 + 3 E and 16 + 3.5 E: 112, 208; 128, 240. (32 warps: at most 64 registers a thread; 32768 at
+# PREFETCH 2 spills 324 bytes.) Shared memory: the reductions' scratch (16 to 128 bytes) and the
+# 1 KiB the system reserves per block on sm_90.
 # warpsmith: require PER_SM * LONG_WARPS <= warps_per_sm
 # warpsmith: require 16 + (5 + PREFETCH) * MAX_PIECE // (64 * LONG_WARPS) <= min(regs_per_thread, regs_per_sm // (32 * PER_SM * LONG_WARPS))
 # warpsmith: require PER_SM * (1024 + 8 * LONG_WARPS) <= smem_per_sm

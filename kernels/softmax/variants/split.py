@@ -52,13 +52,13 @@ import triton.language as tl
 # warpsmith: tune PER_SM in [1, 2, 4]
 # All PER_SM programs of an SM must be resident at once (a group spread over SMs waits for all of its
 # programs): warps per SM, and registers: the launch caps them (maxnreg) at the register file shared
-# by PER_SM programs; the piece must fit there without spilling. A piece's registers, a thread: its
-# exp values (fp32, one each), the piece and the next rows' (bf16, half each) and ~32 others (ptxas,
-# sm_90a, the previous exchange: 16384 at 8 warps 126 registers, at 16 warps 77 (PREFETCH 1), 93
-# (PREFETCH 2); this estimate: 128, 80, 96). Shared memory: only the reductions' scratch (a float a
-# warp) and the 1 KiB the system reserves per block on sm_90.
+# by PER_SM programs; the piece must fit there without spilling. Registers a thread, E elements of
+# the piece each (ptxas, sm_90a, bench/sm90_report.py on this file): PREFETCH 1: E 32 80, E 64 128;
+# PREFETCH 2: E 32 96-98, E 64 168; this estimate 32 + 1.5 E and 32 + 2.25 E: 80, 128; 104, 176.
+# (32 warps: at most 64 registers a thread for 1024 threads; 32768 at PREFETCH 2 spills 84 bytes.)
+# Shared memory: the reductions' scratch (16 to 128 bytes) and the 1 KiB the system reserves per block.
 # warpsmith: require PER_SM * LONG_WARPS <= warps_per_sm
-# warpsmith: require 32 + (2 + PREFETCH) * MAX_PIECE // (64 * LONG_WARPS) <= min(regs_per_thread, regs_per_sm // (32 * PER_SM * LONG_WARPS))
+# warpsmith: require 32 + 3 * (1 + PREFETCH) * MAX_PIECE // (128 * LONG_WARPS) <= min(regs_per_thread, regs_per_sm // (32 * PER_SM * LONG_WARPS))
 # warpsmith: require PER_SM * (1024 + 8 * LONG_WARPS) <= smem_per_sm
 TILE = 8192
 ELEMS = 16
