@@ -13,9 +13,9 @@ The exchange is softmax's variants/split.py's (see there why): a partial is one 
 above the fp32 value, written with one relaxed atomic exchange and polled by the group's programs
 until every word carries this row's tag (no counter, flag or fence); tags unique per call from a base
 in the scratch that the call's last program moves on, so CUDA-graph replay needs nothing from
-Python; words double-buffered by the row's iteration parity. The wait is bounded (MAX_POLLS): where
-it gives up the row is written as NaN, never a hang. One scratch per (device, stream): two calls on
-two streams at once each have their own.
+Python; words double-buffered by the row's iteration parity. The wait is bounded (MAX_POLLS, then
+one poll once a program gave up): where it gives up the row is written as NaN, never a hang. One
+scratch per (device, stream): two calls on two streams at once each have their own.
 
 Short and medium rows (at most MAX_ONEPASS, padded to a power of two) take the one-pass kernel:
 TILE elements a program, several whole rows for short ones, ELEMS fp32 values a thread.
@@ -105,6 +105,7 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, sync_ptr, part_ptr, n_rows, n_cols, x_st
         x2 = tl.load(x_ptr + tl.cast(grp + n_groups, tl.int64) * x_stride + cols,
                      mask=cols < tl.where(grp + n_groups < n_rows, n_cols, 0), other=0.0, eviction_policy="evict_first")
     it = 0
+    budget = max_polls
     for row in range(grp, n_rows, n_groups):
         cur = x
         v = cur.to(tl.float32)
@@ -125,7 +126,7 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, sync_ptr, part_ptr, n_rows, n_cols, x_st
         words = tl.load(theirs, mask=~absent, other=0, volatile=True)
         ready = tl.min((((words >> 32).to(tl.int32) == tag) | absent).to(tl.int32), axis=0)
         polls = 0
-        while (ready == 0) & (polls < max_polls):
+        while (ready == 0) & (polls < budget):
             words = tl.load(theirs, mask=~absent, other=0, volatile=True)
             ready = tl.min((((words >> 32).to(tl.int32) == tag) | absent).to(tl.int32), axis=0)
             polls += 1
@@ -134,6 +135,7 @@ def _rmsnorm_split(x_ptr, w_ptr, y_ptr, sync_ptr, part_ptr, n_rows, n_cols, x_st
         # From the loaded bf16 again, not a kept fp32 copy: half the registers for the piece.
         y = cur.to(tl.float32) * inv_rms * w.to(tl.float32)
         y = tl.where(ready == 0, float("nan"), y)  # the wait above gave up
+        budget = tl.where(ready == 0, 1, budget)  # a group that did not complete once: later rows don't wait long
         tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row,
                  eviction_policy="evict_first")
         it += 1

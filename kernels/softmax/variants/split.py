@@ -23,12 +23,14 @@ a call's base tag is read from the scratch at its start and moved on by its last
 are double-buffered by the parity of the row's iteration: a program is at most one row ahead of
 the slowest of its group, so it never overwrites a word still to be read.
 
-The wait is bounded (MAX_POLLS polls, seconds on a GPU): a group that never completes (not all
-resident, which the grid's size rules out unless another kernel holds the SMs) writes NaN where it
-gave up, which fails every check, instead of hanging the GPU.
+The wait is bounded (MAX_POLLS polls, seconds on a GPU; after a program gave up once, one poll): a
+group that never completes (not all resident, which the grid's size rules out unless another kernel
+holds the SMs) writes NaN where it gave up, which fails every check, instead of hanging the GPU.
 
-The scratch is one per (device, stream), made on a stream's first call and kept (a few KiB): two
-calls on two streams at once each have their own; calls on one stream are ordered.
+The scratch is one per (device, stream), made on a stream's first call and kept (~270 KiB on an
+H200): two calls on two streams at once each have their own; calls on one stream are ordered. (A
+CUDA graph keeps the scratch of the stream it was captured on: two replays of one graph at once on
+two streams would share it.)
 
 Short and medium rows (at most MAX_ONEPASS, padded to a power of two) take the one-pass kernel:
 TILE elements a program, several whole rows for short ones, ELEMS fp32 values a thread.
@@ -127,6 +129,7 @@ def _softmax_split(x_ptr, y_ptr, sync_ptr, part_ptr, n_rows, n_cols, x_stride, y
                      mask=cols < tl.where(grp + n_groups < n_rows, n_cols, 0), other=-float("inf"),
                      eviction_policy="evict_first")
     it = 0
+    budget = max_polls
     for row in range(grp, n_rows, n_groups):
         v = x.to(tl.float32)
         # A piece past the row's end or all -inf publishes -inf (weight 0 below, whatever the row's max:
@@ -153,7 +156,7 @@ def _softmax_split(x_ptr, y_ptr, sync_ptr, part_ptr, n_rows, n_cols, x_stride, y
         w_sum = tl.load(theirs + 1, mask=~absent, other=0, volatile=True)
         ready = tl.min(((_tag_of(w_top) == tag) & (_tag_of(w_sum) == tag) | absent).to(tl.int32), axis=0)
         polls = 0
-        while (ready == 0) & (polls < max_polls):
+        while (ready == 0) & (polls < budget):
             w_top = tl.load(theirs, mask=~absent, other=0, volatile=True)
             w_sum = tl.load(theirs + 1, mask=~absent, other=0, volatile=True)
             ready = tl.min(((_tag_of(w_top) == tag) & (_tag_of(w_sum) == tag) | absent).to(tl.int32), axis=0)
@@ -164,6 +167,7 @@ def _softmax_split(x_ptr, y_ptr, sync_ptr, part_ptr, n_rows, n_cols, x_stride, y
         denom = tl.sum(sums * tl.exp(tops - big), axis=0)
         y = ex * (tl.exp(top - big) / denom)  # big is finite (a row has a finite entry): no NaN
         y = tl.where(ready == 0, float("nan"), y)  # the wait above gave up
+        budget = tl.where(ready == 0, 1, budget)  # a group that did not complete once: later rows don't wait long
         tl.store(y_ptr + tl.cast(row, tl.int64) * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=in_row,
                  eviction_policy="evict_first")
         it += 1
