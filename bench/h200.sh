@@ -15,7 +15,8 @@
 #   splitcheck issue 24: `warpsmith eval --no-time` of softmax's and rmsnorm's variants/split.py on the GPU (held-out
 #              widths and hard inputs: correctness of the cross-program barrier, which the interpreter can't run
 #              with more than one piece a row), $SPLITCHECK_TIMEOUT s each (default 60; a stuck barrier gives up
-#              after seconds and writes NaN rows: REJECTED at correctness, not a hang)
+#              after seconds and writes NaN rows: REJECTED at correctness, not a hang); then bench/split_streams.py:
+#              both split variants on two CUDA streams at once, PER_SM 1, 2 and 4 (each stream's scratch its own)
 #   redteam    the GPU-only red-team candidates (tests/redteam/gpu_suite.py; $REDTEAM_ONLY=a,b for some)
 #   heldout    shape-fitted and contract-blind kernels (+ their tasks' baselines) through `warpsmith eval
 #              --no-time` on every GPU shape: rejected by a held-out shape or hard input, named (bench/heldout.py;
@@ -170,7 +171,10 @@ EOF
         timeout "$L" $H eval "$t" "$REPO/kernels/$t/variants/split.py" --no-time > "$OUT/splitcheck_$t.txt" 2>&1
         rc=$?; [ $rc = 124 ] && echo "!! splitcheck $t: no verdict in $L s (see $OUT/splitcheck_$t.txt)"
         echo "splitcheck $t rc=$rc"; grep -E "ACCEPTED|REJECTED|✗|held-out|crashed" "$OUT/splitcheck_$t.txt" | head -8
-      done ;;
+      done
+      # Two calls in flight on two streams at PER_SM 1, 2, 4: each stream's scratch is its own.
+      L=$(limit 60) && { timeout "$L" python3 "$REPO/bench/split_streams.py" 2>&1 | tee "$OUT/split_streams.txt" | tail -8
+                          echo "split_streams rc=${PIPESTATUS[0]}"; } ;;
     redteam) L=$(limit ${REDTEAM_TIMEOUT:-170}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/tests/redteam/gpu_suite.py" --workers 8 ${REDTEAM_ONLY:+--only "$REDTEAM_ONLY"} --json "$OUT/redteam.json" 2>&1 | tee "$OUT/redteam.txt" | tail -60 ;;
     sandbox) L=$(limit ${SANDBOX_TIMEOUT:-180}) || { echo "== skip $s"; continue; }

@@ -160,6 +160,13 @@ def test_split_variant_never_proposes_a_launch_that_cannot_be_resident(task_name
         assert space.feasible(c, {**LIMITS, "regs_per_sm": maxnreg * 32 * per_sm * c["LONG_WARPS"]}) is None, c
 
 
+def test_split_streams_check_needs_a_gpu_and_says_so_in_one_line():
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "split_streams.py")], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 2 and proc.stderr.startswith("bench/split_streams.py: no CUDA GPU")
+    assert proc.stderr.count("\n") == 1
+
+
 @pytest.mark.slow
 def test_sweep_on_the_interpreter_checks_a_sample_of_every_variant(tmp_path):
     out = tmp_path / "sweep.json"
