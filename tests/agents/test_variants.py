@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, PER_SM, read_space
+from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, PER_SM, hardware_limits, read_space
+from harness.packs import BUILTIN_PACKS
 from harness.tasks import load_module, load_task
 
 REPO = Path(__file__).resolve().parents[2]
@@ -158,6 +159,23 @@ def test_split_variant_never_proposes_a_launch_that_cannot_be_resident(task_name
             assert block * chunks >= cols and block <= c["MAX_PIECE"]
         # The require's register estimate, against the register file these maxnreg registers make.
         assert space.feasible(c, {**LIMITS, "regs_per_sm": maxnreg * 32 * per_sm * c["LONG_WARPS"]}) is None, c
+
+
+@pytest.mark.parametrize("task_name", ["softmax", "rmsnorm"])
+def test_on_a_48_warp_sm_the_split_variant_plans_only_what_fits(task_name):
+    """Ada and consumer Blackwell hold 48 warps an SM, not Hopper's 64: the hardware pack says so and
+    the declared space follows it: configurations of more than 48 warps an SM leave the grid there."""
+    space = read_space((REPO / "kernels" / task_name / "variants/split.py").read_text(), "variants/split.py")
+    ada, _, which = hardware_limits([{"path": str(BUILTIN_PACKS / "hardware" / "rtx4090")}])
+    hopper, _, _ = hardware_limits([{"path": str(BUILTIN_PACKS / "hardware" / "h200")}])
+    assert which == "rtx4090" and ada["warps_per_sm"] == 48 and hopper["warps_per_sm"] == 64
+    on_ada = space.grid(ada)
+    assert on_ada and all(c["PER_SM"] * c["LONG_WARPS"] <= 48 for c in on_ada)
+    on_hopper = space.grid(hopper)
+    assert all(c in on_hopper for c in on_ada)
+    # rmsnorm's pieces fit 64 warps an SM on Hopper (softmax's registers stop it at 32 on both)
+    widest = {"softmax": 32, "rmsnorm": 64}[task_name]
+    assert max(c["PER_SM"] * c["LONG_WARPS"] for c in on_hopper) == widest
 
 
 def test_split_streams_check_needs_a_gpu_and_says_so_in_one_line():

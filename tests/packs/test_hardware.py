@@ -25,6 +25,7 @@ FIGURES: dict[str, dict[str, tuple[float, str]]] = {
         "smem_per_sm_kib": (164, "Ampere whitepaper; " + CUDA_CC + " (8.0: 164 KB per SM)"),
         "smem_per_block_kib": (163, CUDA_CC + " (8.0: 163 KB per block)"),
         "registers_per_sm_kib": (256, CUDA_CC + " (64K 32-bit registers per SM)"),
+        "warps_per_sm": (64, CUDA_CC + " (Table 30: 8.0, 64 resident warps per SM)"),
         "bf16_dense_tflops": (312, "A100 datasheet (BF16 312 TFLOPS, 624 with sparsity)"),
     },
     "l40s": {
@@ -34,6 +35,7 @@ FIGURES: dict[str, dict[str, tuple[float, str]]] = {
         "smem_per_sm_kib": (100, CUDA_CC + " (8.9: 100 KB per SM)"),
         "smem_per_block_kib": (99, CUDA_CC + " (8.6 and 8.9: 99 KB per block)"),
         "registers_per_sm_kib": (256, CUDA_CC + "; Ada whitepaper (256 KB register file per SM)"),
+        "warps_per_sm": (48, CUDA_CC + " (Table 30: 8.9, 48 resident warps per SM)"),
         "bf16_dense_tflops": (362, "L40S datasheet (BF16 362.05 | 733 with sparsity)"),
         "fp8_dense_tflops": (733, "L40S datasheet (FP8 733 | 1,466 with sparsity)"),
     },
@@ -45,6 +47,7 @@ FIGURES: dict[str, dict[str, tuple[float, str]]] = {
         "smem_per_sm_kib": (100, CUDA_CC + " (8.9: 100 KB per SM)"),
         "smem_per_block_kib": (99, CUDA_CC + " (8.9: 99 KB per block)"),
         "registers_per_sm_kib": (256, CUDA_CC + "; Ada whitepaper"),
+        "warps_per_sm": (48, CUDA_CC + " (Table 30: 8.9, 48 resident warps per SM)"),
     },
     "rtx5090": {
         "sm_count": (170, "deviceQuery in NVIDIA/nccl#1637 (170 multiprocessors, CC 12.0)"),
@@ -54,6 +57,7 @@ FIGURES: dict[str, dict[str, tuple[float, str]]] = {
         "smem_per_sm_kib": (100, "deviceQuery in NVIDIA/nccl#1637 (102400 bytes per multiprocessor)"),
         "smem_per_block_kib": (99, "Blackwell Tuning Guide (12.0: 99 KB per block); pytorch/pytorch#161376"),
         "registers_per_sm_kib": (256, "Blackwell Tuning Guide (64K 32-bit registers per SM)"),
+        "warps_per_sm": (48, CUDA_CC + " (Table 30: 12.x, 48 resident warps per SM)"),
     },
     "mi300x": {
         "sm_count": (304, "ROCm GPU specifications (304 CUs, 38 per XCD)"),
@@ -71,6 +75,7 @@ FIGURES: dict[str, dict[str, tuple[float, str]]] = {
         "l2_mb": (50, "Hopper architecture in-depth (50 MB L2)"),
         "smem_per_sm_kib": (228, CUDA_CC + " (9.0)"), "smem_per_block_kib": (227, CUDA_CC + " (9.0)"),
         "registers_per_sm_kib": (256, CUDA_CC), "bf16_dense_tflops": (989, "H100 product page (1,979 sparse)"),
+        "warps_per_sm": (64, CUDA_CC + " (Table 30: 9.0, 64 resident warps per SM)"),
         "fp8_dense_tflops": (1979, "H100 product page (3,958 sparse)"),
     },
     "h200": {
@@ -79,6 +84,7 @@ FIGURES: dict[str, dict[str, tuple[float, str]]] = {
         "l2_mb": (50, "inferred from H100 SXM5, see h200/overview.md"),
         "smem_per_sm_kib": (228, CUDA_CC + " (9.0)"), "smem_per_block_kib": (227, CUDA_CC + " (9.0)"),
         "registers_per_sm_kib": (256, CUDA_CC), "bf16_dense_tflops": (989, "H200 product page (1,979 sparse)"),
+        "warps_per_sm": (64, CUDA_CC + " (Table 30: 9.0, 64 resident warps per SM)"),
         "fp8_dense_tflops": (1979, "H200 product page (3,958 sparse)"),
         "measured_copy_tb_s": (4.25, "measured on this project's H200 (bench/compare.py, 2026-12-02)"),
         "measured_bf16_matmul_tflops": (740, "the device machine's published measurement (690-790)"),
@@ -89,6 +95,7 @@ FIGURES: dict[str, dict[str, tuple[float, str]]] = {
         "smem_per_sm_kib": (228, "Blackwell Tuning Guide (10.0: 228 KB)"),
         "smem_per_block_kib": (227, "Blackwell Tuning Guide (10.0: 227 KB)"),
         "registers_per_sm_kib": (256, "Blackwell Tuning Guide (64K registers)"),
+        "warps_per_sm": (64, CUDA_CC + " (Table 30: 10.0, 64 resident warps per SM)"),
         "tmem_per_sm_kib": (256, "see b200/blackwell.md (TMEM 256 KB per SM)"),
         "bf16_dense_tflops": (2250, "see b200/overview.md"), "fp8_dense_tflops": (4500, "see b200/overview.md"),
         "fp4_dense_tflops": (9000, "see b200/overview.md"),
