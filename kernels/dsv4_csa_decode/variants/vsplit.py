@@ -50,11 +50,16 @@ import triton.language as tl
 # warpsmith: tune WAVES in [1, 2, 4]
 # Pipelined key tiles (bf16 rows) and q, the QK^T dot's operand, live in shared memory.
 # warpsmith: require NUM_STAGES * BLOCK_N * 1024 + BLOCK_H * 1024 <= smem_per_block
+# Defaults: two programs an SM, as FlashMLA's two warpgroups. bench/sm90_report.py (sm_90a, Triton
+# 3.9, no GPU): this point compiles to 250 registers a thread, no spills, 96 KiB of shared memory
+# (q's 64 KiB + 2 stages x 16 keys), cp.async-pipelined key chunks: two programs fit an SM's
+# registers (4 warps x 256) and its 228 KiB. BLOCK_N 32 x 2 stages takes 128 KiB (one an SM);
+# VSPLIT 4 at 16 keys 168 registers. Not yet timed on a GPU.
 VSPLIT = 2
 BLOCK_H = 64  # heads per program: one wgmma M tile (one warpgroup's)
-BLOCK_N = 32  # keys per loop step
+BLOCK_N = 16  # keys per loop step
 NUM_WARPS = 4  # one warpgroup: a [64, 256] fp32 accumulator is 128 registers a thread
-NUM_STAGES = 1  # with q's 64 KiB, 1 stage x 32 keys keeps a program near 100 KiB: two fit an SM
+NUM_STAGES = 2  # software-pipeline depth asked of Triton; lowered per device until it fits shared memory
 SPLITS = 0  # 0: automatic (below); n > 0: exactly min(n, key blocks) key splits (1 = one launch, no combine)
 WAVES = 2  # automatic key splits: at most WAVES x SMs programs in all (two co-resident programs an SM)
 MIN_SPLIT_KEYS = 128  # automatic key splits: no split shorter than this many keys
@@ -75,6 +80,29 @@ def _dot(a, b, acc, BF16_DOT: tl.constexpr):
         return tl.dot(a, b, acc)
     else:
         return tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
+
+
+@triton.jit
+def _attend(q0, q1, q2, q3, k0, k1, k2, k3, valid, m_i, l_i, acc, scale, VSPLIT: tl.constexpr,
+            BF16_DOT: tl.constexpr):
+    """One online-softmax step of BLOCK_H heads over BLOCK_N keys given as VSPLIT column chunks
+    (k0 the own value part, then the others; unused ones alias k0): scores over all 512 dims,
+    the accumulator over the own DV."""
+    s = _dot(q0, tl.trans(k0), tl.zeros([q0.shape[0], k0.shape[0]], tl.float32), BF16_DOT)
+    if VSPLIT > 1:
+        s = _dot(q1, tl.trans(k1), s, BF16_DOT)
+    if VSPLIT > 2:
+        s = _dot(q2, tl.trans(k2), s, BF16_DOT)
+        s = _dot(q3, tl.trans(k3), s, BF16_DOT)
+    s = tl.where(valid[None, :], s * scale, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    # Rows that have seen only -inf keep alpha 0 and p 0 (exp(-inf - -inf) would be NaN).
+    alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m_i - m_new))
+    p = tl.where(m_new[:, None] == float("-inf"), 0.0, tl.exp(s - m_new[:, None]))
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    # bf16 P, as DeepSeek's kernel; the accumulator goes into the dot (wgmma accumulates in place).
+    acc = _dot(p.to(tl.bfloat16), k0, acc * alpha[:, None], BF16_DOT)
+    return m_new, l_i, acc
 
 
 @triton.jit
@@ -170,22 +198,16 @@ def _csa_vs_partial(q_ptr, kvw_ptr, wlen_ptr, comp_ptr, idx_ptr, po_ptr, pml_ptr
     idx_row = idx_ptr + b * si_b
     for t0 in range(start, end, BLOCK_N):
         rows, valid = _keys(t0, end, wlen, win_base, comp_base, idx_row, sw_t, sc_t, W, BLOCK_N)
-        v = _chunk(rows, c0, dv, valid)
-        s = _dot(q0, tl.trans(v), tl.zeros([BLOCK_H, BLOCK_N], tl.float32), BF16_DOT)
+        k0 = _chunk(rows, c0, dv, valid)
+        k1 = k0
+        k2 = k0
+        k3 = k0
         if VSPLIT > 1:
-            s = _dot(q1, tl.trans(_chunk(rows, c1, dv, valid)), s, BF16_DOT)
+            k1 = _chunk(rows, c1, dv, valid)
         if VSPLIT > 2:
-            s = _dot(q2, tl.trans(_chunk(rows, c2, dv, valid)), s, BF16_DOT)
-            s = _dot(q3, tl.trans(_chunk(rows, c3, dv, valid)), s, BF16_DOT)
-        s = tl.where(valid[None, :], s * scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        # Rows that have seen only -inf keep alpha 0 and p 0 (exp(-inf - -inf) would be NaN).
-        alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m_i - m_new))
-        p = tl.where(m_new[:, None] == float("-inf"), 0.0, tl.exp(s - m_new[:, None]))
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        m_i = m_new
-        # bf16 P, as DeepSeek's kernel; the accumulator goes into the dot (wgmma accumulates in place).
-        acc = _dot(p.to(tl.bfloat16), v, acc * alpha[:, None], BF16_DOT)
+            k2 = _chunk(rows, c2, dv, valid)
+            k3 = _chunk(rows, c3, dv, valid)
+        m_i, l_i, acc = _attend(q0, q1, q2, q3, k0, k1, k2, k3, valid, m_i, l_i, acc, scale, VSPLIT, BF16_DOT)
     if FUSED:  # one key split: finish here, no partials and no combine launch
         _finish(acc, m_i, l_i, heads, hmask, b, H, vp, sink_ptr, cos_ptr, sin_ptr, o_ptr, rs_ptr, so_b, so_h,
                 D, ROPE, DV, VSPLIT)
