@@ -337,7 +337,7 @@ VARIANT_POINTS = {
                # (255 registers, 100 B spilled, 192 KiB), so it should time as the baseline does
                dict(VSPLIT=1, BLOCK_N=64, NUM_WARPS=8, NUM_STAGES=2)],
 }
-VARIANT_SHAPES = {"dsv4_csa_decode": ["flash 8k x128", "pro 64k x64"]}
+VARIANT_SHAPES = {"dsv4_csa_decode": ["flash 8k x128", "pro 64k x64"], "dsv4_hca_decode": ["pro 8k x128"]}
 
 
 def _config_str(kmod) -> str:

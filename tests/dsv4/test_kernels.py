@@ -48,6 +48,9 @@ def test_loose_tolerance_is_refused(name):
             check_null_outputs_fail(loose)
 
 
+VSPLIT_TASKS = ["dsv4_csa_decode", "dsv4_csa_decode_fp8", "dsv4_hca_decode"]  # ship variants/vsplit.py (issue 19)
+
+
 def starting_kernels():
     """(task, file) for each task's baseline and every variant its task.toml lists."""
     out = []
@@ -73,11 +76,10 @@ def test_every_starting_kernel_matches_reference_on_interpreter_shapes(name, rel
 
 
 def test_starting_kernels_include_the_value_split_variants():
-    assert {("dsv4_csa_decode", "variants/vsplit.py"), ("dsv4_csa_decode_fp8", "variants/vsplit.py")} \
-        <= set(starting_kernels())
+    assert {(name, "variants/vsplit.py") for name in VSPLIT_TASKS} <= set(starting_kernels())
 
 
-@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_csa_decode_fp8"])
+@pytest.mark.parametrize("name", VSPLIT_TASKS)
 def test_value_split_variant_at_every_part_count_fused_and_split(name, monkeypatch):
     """variants/vsplit.py (issue 19): 1, 2 and 4 value parts a head block, each in one launch and
     with its key axis split (the combine merges each part's own statistics; the RoPE dims are the

@@ -77,11 +77,11 @@ def test_code_path_runs_in_the_interpreter(capsys):
 def test_variant_path_times_the_value_split_beside_each_baseline_in_the_interpreter(capsys):
     """--variant vsplit (section `vsplit` of bench/h200.sh): each task that ships variants/vsplit.py
     beside its baseline, both checked, the table, then the variant's points; tasks without it named."""
-    tasks = "dsv4_csa_decode,dsv4_csa_decode_fp8,dsv4_hca_decode"
+    tasks = "dsv4_csa_decode,dsv4_csa_decode_fp8,dsv4_indexer_topk"
     assert targets.main(["--smoke", "--variant", "vsplit", "--tasks", tasks]) == 0
     out = capsys.readouterr().out
     assert "| csa_decode | short, partial window |" in out and "| csa_decode_fp8 | short, partial window |" in out
-    assert "dsv4_hca_decode: no variants/vsplit.py, skipped" in out
+    assert "dsv4_indexer_topk: no variants/vsplit.py, skipped" in out
     assert out.count("| ok |") == 2 and "FAIL" not in out and "ERROR" not in out
     assert "dsv4_csa_decode: vsplit" in out and "the baseline (geomean of 1 shapes)" in out
     [points] = [line for line in out.splitlines() if line.startswith("vsplit short, partial window prefers")]
