@@ -366,8 +366,9 @@ def dsv4_csa_decode_fp8(q, kv_window, window_len, comp_cache, indices, sinks, co
                 keys_per_split, nsplit, SCALE, q.stride(0), q.stride(1), kv_window.stride(0),
                 kv_window.stride(1), comp_cache.stride(0), comp_cache.stride(1), indices.stride(0),
                 o.stride(0), o.stride(1))
-        meta = dict(W=WINDOW, D=D, D_NOPE=D_NOPE, TILE=TILE, ROW_BYTES=ROW_BYTES, CACHE_BLOCK=CACHE_BLOCK, BLOCK_H=bh, BLOCK_N=bn, VSPLIT=VSPLIT, BF16_DOT=q.is_cuda, ROPE=ROPE,
-                    FUSED=fused, num_warps=warps, num_stages=stages)
+        meta = dict(W=WINDOW, D=D, D_NOPE=D_NOPE, TILE=TILE, ROW_BYTES=ROW_BYTES, CACHE_BLOCK=CACHE_BLOCK,
+                    BLOCK_H=bh, BLOCK_N=bn, VSPLIT=VSPLIT, BF16_DOT=q.is_cuda, ROPE=ROPE, FUSED=fused,
+                    num_warps=warps, num_stages=stages)
         # Compiled first and its shared memory compared with the device's limit: a configuration
         # that does not fit is skipped, never launched into OutOfResources (once per device).
         if chosen or not q.is_cuda:
