@@ -20,8 +20,13 @@ point checked against the reference:
           shape's target (cold where roof >= 10 us, graph where launch-bound); a second table gives
           the automatic and the best count, and the targets at the best count.
   indexer the split top-k's MIN_CHUNK, 4 points at 256k-1M (the last point: no split).
+With --variant NAME (section `vsplit` of bench/h200.sh: --variant vsplit), instead: each task of
+--tasks that ships kernels/TASK/variants/NAME.py timed beside its baseline on every shape (cold, same
+inputs, both checked against the reference; a table with both % of roofline and the speedup), then
+NAME's points (VARIANT_POINTS) on VARIANT_SHAPES while the budget lasts.
 
     PYTHONPATH=. python bench/dsv4_targets.py [--tasks ...] [--no-sweep] [--shapes NAME,...] [--budget-s S]
+                                              [--variant vsplit]
 
 Imports only torch, triton and harness.tasks (via bench/dsv4.py): it runs on the bare GPU box.
 """
@@ -318,6 +323,151 @@ def sweep_indexer(shapes, flush_only_us, shapes_of=lambda task: task.shapes) -> 
         torch.cuda.empty_cache()
 
 
+# --variant NAME: points of kernels/TASK/variants/NAME.py's own knobs (module constants), the
+# variant's default first. vsplit (issue 19's value split), sm_90a compile facts from bench/sm90_report.py
+# (Triton 3.9, no GPU; registers a thread / shared KiB / programs an SM that both allow):
+VARIANT_POINTS = {
+    "vsplit": [dict(VSPLIT=2, BLOCK_N=16, NUM_WARPS=4, NUM_STAGES=2),   # 250 / 96 / 2 (the default)
+               dict(VSPLIT=2, BLOCK_N=32, NUM_WARPS=4, NUM_STAGES=2),   # 255 / 128 / 1
+               dict(VSPLIT=4, BLOCK_N=16, NUM_WARPS=4, NUM_STAGES=2),   # 168 / 96 / 2
+               dict(VSPLIT=2, BLOCK_N=32, NUM_WARPS=4, NUM_STAGES=1),   # 255 (8 B spilled) / 96 / 2, no cp.async
+               dict(VSPLIT=4, BLOCK_N=32, NUM_WARPS=4, NUM_STAGES=1),   # 166 / 80 / 2, no cp.async
+               dict(VSPLIT=2, BLOCK_N=16, NUM_WARPS=8, NUM_STAGES=2),   # 201 x 8 warps / 96 / 1
+               # the baseline's point through the variant's code: compiles to the baseline's kernel
+               # (255 registers, 100 B spilled, 192 KiB), so it should time as the baseline does
+               dict(VSPLIT=1, BLOCK_N=64, NUM_WARPS=8, NUM_STAGES=2)],
+}
+VARIANT_SHAPES = {"dsv4_csa_decode": ["flash 8k x128", "pro 64k x64"], "dsv4_hca_decode": ["pro 8k x128"]}
+
+
+def _config_str(kmod) -> str:
+    cfg = dict(getattr(kmod, "last_launch", {}).get("config") or {})
+    return " ".join(f"{k}={v}" for k, v in cfg.items())
+
+
+def run_variant(variant, names, only, bw, device_name, shapes_of=lambda task: task.shapes) -> int:
+    """Each task's variants/<variant>.py beside its baseline on every shape, then the variant's
+    VARIANT_POINTS on VARIANT_SHAPES: cold graph us (L2 flushed), both checked against the reference."""
+    flush_only_us = graph_us(None, flush=True)
+    print(f"# {device_name} torch {torch.__version__} copy bw {bw / 1e12:.2f} TB/s, "
+          f"L2 flush {flush_only_us:.1f} us, budget {BUDGET_S:.0f} s; variants/{variant}.py beside each baseline",
+          flush=True)
+    rows, mods = [], {}
+    for name in names:
+        task = load_task(name, check_null=False)
+        path = task.root / "variants" / f"{variant}.py"
+        if not path.is_file():
+            print(f"{name}: no variants/{variant}.py, skipped", flush=True)
+            continue
+        ref = task.load_reference()
+        base = load_module(task.baseline_path, f"targets_base_{name}")
+        var = load_module(path, f"targets_{variant}_{name}")
+        mods[name] = (task, ref, var)
+        for shape in shapes_of(task):
+            if only and shape.name not in only:
+                continue
+            if left_s() < 20:
+                print(f"{name:20s} {shape.name:15s} skipped: budget spent", flush=True)
+                continue
+            t0 = time.time()
+            r = dict(task=name, shape=shape.name, roof_us=ref.bytes_moved(shape.dims, torch.bfloat16) / bw * 1e6)
+            try:
+                inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
+                expected = ref.reference(*inputs)
+                for side, kmod in (("base", base), ("var", var)):
+                    fn = getattr(kmod, task.entry)
+                    err = compare(task, ref, fn(*inputs), expected, inputs, "bfloat16")
+                    r[side] = dict(ok=err is None, error=err, cold_us=cold_us(lambda: fn(*inputs), flush_only_us),
+                                   config=_config_str(kmod), splits=kmod.last_launch.get("splits"),
+                                   compiled=compiled_stats(kmod.last_launch.get("compiled")))
+            except Exception as e:  # one broken shape must not cost the rest of a GPU session
+                print(f"{name:20s} {shape.name:15s} ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+                continue
+            finally:
+                inputs = expected = None
+                if DEVICE == "cuda":
+                    torch.cuda.empty_cache()
+            rows.append(r)
+            b, v = r["base"], r["var"]
+            print(f"{name:20s} {shape.name:15s} roof {r['roof_us']:7.1f} base {b['cold_us']:8.1f} {variant} "
+                  f"{v['cold_us']:8.1f} us ({b['cold_us'] / v['cold_us']:.2f}x) "
+                  f"{'ok' if b['ok'] and v['ok'] else 'FAIL ' + str(b['error'] or v['error'])[:80]} "
+                  f"[{v['config']}] splits {v['splits']} {v['compiled']} ({time.time() - t0:.0f}s)", flush=True)
+    print_variant_table(variant, rows, bw, device_name)
+    for name, points in VARIANT_SHAPES.items():
+        if name in mods:
+            variant_sweep(variant, *mods[name], [s for s in shapes_of(mods[name][0]) if s.name in (only or points)],
+                          flush_only_us)
+    print(f"\n# done in {time.time() - _t0:.0f} s of {BUDGET_S:.0f}", flush=True)
+    return 0 if all(r[side]["ok"] for r in rows for side in ("base", "var")) else 1
+
+
+def print_variant_table(variant, rows, bw, device_name) -> None:
+    print(f"\n## variants/{variant}.py beside the baseline on {device_name} (copy bw {bw / 1e12:.2f} TB/s; "
+          f"cold graph us a call, L2 flushed before each)")
+    print(f"| task | shape | roofline | baseline | % roof | {variant} | % roof | speedup | {variant} config | "
+          f"regs/spill B/wgmma | splits | check |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|")
+    for r in rows:
+        b, v = r["base"], r["var"]
+        c = v["compiled"] or {}
+        comp = f"{c['regs']}/{c['spills']}/{c['wgmma']}" if "regs" in c else c.get("error", "-")
+        print(f"| {r['task'].removeprefix('dsv4_')} | {r['shape']} | {r['roof_us']:.1f} | {b['cold_us']:.1f} | "
+              f"{100 * r['roof_us'] / b['cold_us']:.0f}% | {v['cold_us']:.1f} | {100 * r['roof_us'] / v['cold_us']:.0f}% | "
+              f"{b['cold_us'] / v['cold_us']:.2f}x | {v['config']} | {comp} | {v['splits']} | "
+              f"{'ok' if b['ok'] and v['ok'] else 'FAIL'} |")
+    floor = [r for r in rows if r["roof_us"] >= ROOF_FLOOR_US]
+    for name in dict.fromkeys(r["task"] for r in rows):
+        mine = [r for r in rows if r["task"] == name]
+        tops = [r for r in floor if r["task"] == name]
+        geo = statistics.geometric_mean([r["base"]["cold_us"] / r["var"]["cold_us"] for r in mine])
+        print(f"{name}: {variant} {geo:.2f}x the baseline (geomean of {len(mine)} shapes); >= 40% of roofline "
+              f"where it is >= 10 us: baseline {sum(r['roof_us'] / r['base']['cold_us'] >= ROOF_TARGET for r in tops)}"
+              f", {variant} {sum(r['roof_us'] / r['var']['cold_us'] >= ROOF_TARGET for r in tops)} of {len(tops)}")
+
+
+def variant_sweep(variant, task, ref, kmod, shapes, flush_only_us) -> None:
+    """VARIANT_POINTS[variant] (module constants of the variant) on each shape, cold graph us."""
+    points = VARIANT_POINTS.get(variant) or []
+    if not points:
+        return
+    print(f"\n## {variant} points on {task.name} (cold graph us; '!' wrong output, 'x' error)", flush=True)
+    kfn = getattr(kmod, task.entry)
+    saved = {k: getattr(kmod, k) for p in points for k in p}
+    for shape in shapes:
+        if left_s() < 30:
+            print(f"{variant} points {shape.name}: skipped, budget spent", flush=True)
+            continue
+        t0 = time.time()
+        inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, DEVICE)
+        expected = ref.reference(*inputs)
+        results = []
+        for point in points:
+            if results and left_s() < 25:
+                break
+            for k, v in point.items():
+                setattr(kmod, k, v)
+            label = " ".join(f"{k}={v}" for k, v in point.items())
+            try:  # one point that fails to build must not cost the rest
+                err = compare(task, ref, kfn(*inputs), expected, inputs, "bfloat16")
+                c = compiled_stats(kmod.last_launch.get("compiled"))
+                used = _config_str(kmod) + ("" if kmod.last_launch["fused"] else f" s{kmod.last_launch['splits']}") \
+                    + (f" {c['regs']}/{c['spills']}" if "regs" in c else "")
+                us = cold_us(lambda: kfn(*inputs), flush_only_us) if err is None else float("inf")
+                results.append((us, used, "" if err is None else "!"))
+            except Exception as e:
+                results.append((float("inf"), label, f" x {type(e).__name__}: {str(e)[:80]}"))
+            finally:
+                for k, v in saved.items():
+                    setattr(kmod, k, v)
+        best = min(results)
+        print(f"{variant} {shape.name:14s} prefers {best[1]} {best[0]:.1f} us | "
+              + " | ".join(f"{c}: {u:.1f}{m}" for u, c, m in results) + f" ({time.time() - t0:.0f}s)", flush=True)
+        inputs = expected = None
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+
+
 def main(argv=None) -> int:
     global BUDGET_S, _t0
     ap = argparse.ArgumentParser(description="issue 19: DeepSeek V4 decode baselines against their targets, on a GPU")
@@ -326,6 +476,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--rep-ms", type=int, default=25)
     ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="stop sweeping (and measuring) at this many seconds")
+    ap.add_argument("--variant", default="", help="instead: kernels/TASK/variants/NAME.py beside each baseline "
+                    "(tasks that ship it), then its VARIANT_POINTS")
     ap.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tests: CPU interpreter
     args = ap.parse_args(argv)
     BUDGET_S, _t0 = args.budget_s, time.time()
@@ -340,6 +492,8 @@ def main(argv=None) -> int:
         print(f"bench/dsv4_targets.py: --tasks: unknown {bad} (choose from {DECODE + CONTEXT})", file=sys.stderr)
         return 2
     only = {s for s in args.shapes.split(",") if s}
+    if args.variant:
+        return run_variant(args.variant, names, only, copy_bandwidth(), torch.cuda.get_device_name())
     return run(names, only, args.rep_ms, not args.no_sweep, copy_bandwidth(), torch.cuda.get_device_name())
 
 
@@ -427,6 +581,10 @@ def smoke(args) -> int:
     SPLIT_POINTS = SPLIT_POINTS[:2]
     names = [t for t in args.tasks.split(",") if t]
     first = {n: load_task(n, check_null=False).interpreter_shapes[0].name for n in names}
+    if args.variant:
+        VARIANT_POINTS[args.variant] = VARIANT_POINTS.get(args.variant, [])[:2]
+        return run_variant(args.variant, names, set(first.values()), 1e12, "CPU interpreter (smoke)",
+                           shapes_of=lambda task: task.interpreter_shapes[:1])
     return run(names, set(first.values()), 0, not args.no_sweep, 1e12, "CPU interpreter (smoke)",
                shapes_of=lambda task: task.interpreter_shapes[:1])
 

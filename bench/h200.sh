@@ -38,6 +38,9 @@
 #   dsv4       bench/dsv4_targets.py: issue 19's targets for the CSA/HCA/FP8 decode baselines (roofline, eager,
 #              do_bench, CUDA-graph replay, pass/fail, regs/spills), a split-count sweep on every shape and a
 #              small config sweep (BUDGET_S=300: about 4 min)
+#   vsplit     issue 19's value split (kernels/dsv4_{csa,hca,csa_fp8}_decode/variants/vsplit.py) beside each baseline on
+#              every shape (cold graph us, % of roofline, speedup), then its points on two shapes
+#              (bench/dsv4_targets.py --variant vsplit; $VSPLIT_TIMEOUT s, default 180)
 #   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
 #              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
 #   throughput issue 18, <= 4 min ($THROUGHPUT_EVAL=0 skips the single eval and the channel; $THROUGHPUT_PROF=1 profiles it): one `eval` of the softmax baseline (its children pre-warmed while the parent loads),
@@ -244,6 +247,10 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
     dsv4) L=$(limit 300) || { echo "== skip $s"; continue; }
       # The script stops its sweeps at --budget-s and prints what it has; the tail is the table and sweeps.
       timeout "$L" python3 "$REPO/bench/dsv4_targets.py" --budget-s $((L - 70)) 2>&1 | tee "$OUT/dsv4_targets.txt" | tail -120 ;;
+    vsplit) L=$(limit ${VSPLIT_TIMEOUT:-180}) || { echo "== skip $s"; continue; }
+      # Rows first, then the points: the script stops starting work at --budget-s and prints its tables.
+      timeout "$L" python3 "$REPO/bench/dsv4_targets.py" --variant vsplit --tasks dsv4_csa_decode,dsv4_hca_decode,dsv4_csa_decode_fp8 \
+          --budget-s $((L - 45)) 2>&1 | tee "$OUT/dsv4_vsplit.txt" | tail -50 ;;
     scale) L=$(limit ${SCALE_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/throughput.py" softmax --n 10 --broken --backends "${SCALE_BACKENDS:-local,pool,ray}" \
           --shapes "${SCALE_SHAPES:-4k x 4k}" --samples "${SCALE_SAMPLES:-20}" --json "$OUT/throughput.json" 2>&1 \

@@ -48,10 +48,24 @@ def test_loose_tolerance_is_refused(name):
             check_null_outputs_fail(loose)
 
 
-@pytest.mark.parametrize("name", TASKS)
-def test_baseline_matches_reference_on_interpreter_shapes(name):
-    t, ref, k = parts(name)
-    fn = getattr(k, t.entry)
+VSPLIT_TASKS = ["dsv4_csa_decode", "dsv4_csa_decode_fp8", "dsv4_hca_decode"]  # ship variants/vsplit.py (issue 19)
+
+
+def starting_kernels():
+    """(task, file) for each task's baseline and every variant its task.toml lists."""
+    out = []
+    for name in TASKS:
+        t = load_task(name, check_null=False)
+        out += [(name, rel) for rel in dict.fromkeys([t.baseline_path.name, *t.raw.get("variants", [])])]
+    return out
+
+
+@pytest.mark.parametrize("name,rel", starting_kernels(), ids=[f"{n}/{r}" for n, r in starting_kernels()])
+def test_every_starting_kernel_matches_reference_on_interpreter_shapes(name, rel):
+    """The baselines and the variants the tuner starts from (task.toml `variants`)."""
+    t = load_task(name)
+    ref = t.load_reference()
+    fn = getattr(load_module(t.root / rel, f"test_start_{name}_{rel}"), t.entry)
     for shape in t.interpreter_shapes:
         inputs = ref.make_inputs(shape.dims, BF, 11, "cpu")
         saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -59,6 +73,39 @@ def test_baseline_matches_reference_on_interpreter_shapes(name):
         assert compare(t, ref, out, ref.reference(*saved), saved, "bfloat16") is None, shape.name
         for a, b in zip(inputs, saved):  # the baseline must not write its inputs
             assert not isinstance(a, torch.Tensor) or torch.equal(a, b)
+
+
+def test_starting_kernels_include_the_value_split_variants():
+    assert {(name, "variants/vsplit.py") for name in VSPLIT_TASKS} <= set(starting_kernels())
+
+
+@pytest.mark.parametrize("name", VSPLIT_TASKS)
+def test_value_split_variant_at_every_part_count_fused_and_split(name, monkeypatch):
+    """variants/vsplit.py (issue 19): 1, 2 and 4 value parts a head block, each in one launch and
+    with its key axis split (the combine merges each part's own statistics; the RoPE dims are the
+    last part's), on the first tokens and mask edges: the reference's output every time. Its declared
+    space is what the tuner reads."""
+    from harness.agents.tunespace import read_space
+
+    t = load_task(name)
+    ref = t.load_reference()
+    path = t.root / "variants" / "vsplit.py"
+    space = {p.name: p for p in read_space(path.read_text(), "variants/vsplit.py").params}
+    assert space["VSPLIT"].declared and space["VSPLIT"].values == [1, 2, 4]
+    k = load_module(path, f"test_vsplit_{name}")
+    dims = dict(t.interpreter_shapes[-1].dims, case="first tokens and edges")
+    inputs = ref.make_inputs(dims, BF, 3, "cpu")
+    expected = ref.reference(*inputs)
+    monkeypatch.setattr(k, "BLOCK_N", 16)
+    monkeypatch.setattr(k, "COMBINE_SPLITS", 2)  # the combine's loop over groups of splits
+    for vsplit in space["VSPLIT"].values:
+        for splits in (1, 3):
+            monkeypatch.setattr(k, "VSPLIT", vsplit)
+            monkeypatch.setattr(k, "SPLITS", splits)
+            out = getattr(k, t.entry)(*inputs)
+            assert k.last_launch["grid"][0] == vsplit * -(-dims["heads"] // k.BLOCK_H)
+            assert k.last_launch["fused"] == (splits == 1) and k.last_launch["splits"] == splits
+            assert compare(t, ref, out, expected, inputs, "bfloat16") is None, (vsplit, splits)
 
 
 def test_decode_baseline_splits_the_key_axis_at_small_batch():

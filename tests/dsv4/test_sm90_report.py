@@ -51,3 +51,18 @@ def test_refuses_a_missing_variant_file_in_one_line():
     p = run("softmax", "--file", "variants/nope.py")
     assert p.returncode == 2 and p.stderr.startswith("bench/sm90_report.py:") and "nope.py" in p.stderr
     assert p.stderr.count("\n") == 1
+
+
+def test_value_split_variants_default_fits_two_programs_an_sm():
+    """kernels/dsv4_{csa,csa_fp8,hca}_decode/variants/vsplit.py at their defaults (issue 19): no spills,
+    pipelined (cp.async) key chunks, and registers and shared memory that let two programs share an
+    H200 SM (65536 registers, 228 KiB with 1 KiB reserved a block), as the defaults' comment says."""
+    for task, kernel in (("dsv4_csa_decode", "_csa_vs_partial"), ("dsv4_csa_decode_fp8", "_csa_fp8_vs_partial"),
+                         ("dsv4_hca_decode", "_hca_vs_partial")):
+        p = run(task, "--file", "variants/vsplit.py", "--set", "BF16_DOT=1")
+        assert p.returncode == 0, p.stderr[-500:]
+        [row] = [line.split("|")[1:-1] for line in p.stdout.splitlines() if line.startswith(f"| {kernel} ")]
+        regs, spills, shared, wgmma, cp_async = (int(row[i]) for i in (1, 2, 3, 4, 6))
+        warps = 4  # NUM_WARPS's default
+        assert spills == 0 and wgmma >= 2 and cp_async >= 20, row
+        assert 2 * warps * 32 * -(-regs // 8) * 8 <= 65536 and 2 * (shared + 1024) <= 228 * 1024, row

@@ -72,3 +72,17 @@ def test_code_path_runs_in_the_interpreter(capsys):
     # The split sweep ran on each decode task's shape and judged the targets at its best point.
     assert all(f"splits {name:16s}" in out for name in ("csa_decode", "hca_decode", "csa_decode_fp8"))
     assert "targets at each shape's best split count (3 rows swept)" in out
+
+
+def test_variant_path_times_the_value_split_beside_each_baseline_in_the_interpreter(capsys):
+    """--variant vsplit (section `vsplit` of bench/h200.sh): each task that ships variants/vsplit.py
+    beside its baseline, both checked, the table, then the variant's points; tasks without it named."""
+    tasks = "dsv4_csa_decode,dsv4_csa_decode_fp8,dsv4_indexer_topk"
+    assert targets.main(["--smoke", "--variant", "vsplit", "--tasks", tasks]) == 0
+    out = capsys.readouterr().out
+    assert "| csa_decode | short, partial window |" in out and "| csa_decode_fp8 | short, partial window |" in out
+    assert "dsv4_indexer_topk: no variants/vsplit.py, skipped" in out
+    assert out.count("| ok |") == 2 and "FAIL" not in out and "ERROR" not in out
+    assert "dsv4_csa_decode: vsplit" in out and "the baseline (geomean of 1 shapes)" in out
+    [points] = [line for line in out.splitlines() if line.startswith("vsplit short, partial window prefers")]
+    assert points.count("VSPLIT=") == 3 and " x " not in points and "!" not in points  # best + 2 points
