@@ -8,7 +8,8 @@ import torch
 
 from harness.tasks import load_task
 
-FILLED = ["softmax", "rmsnorm", "rmsnorm_cute", "dsv4_csa_decode"]
+FILLED = ["softmax", "rmsnorm", "rmsnorm_cute", "dsv4_csa_decode", "dsv4_csa_decode_fp8", "dsv4_hca_decode",
+          "dsv4_indexer_topk", "dsv4_compress"]
 
 
 @pytest.mark.parametrize("name", FILLED)
@@ -18,16 +19,17 @@ def test_fill_writes_exactly_what_make_inputs_makes_for_that_seed(name):
     dt = getattr(torch, task.dtypes[0])
     for shape in task.interpreter_shapes:
         xs = list(ref.make_inputs(shape.dims, dt, 1, "cpu"))
-        ptrs = [x.data_ptr() for x in xs]
+        ptrs = [x.data_ptr() for x in xs if isinstance(x, torch.Tensor)]
         for seed in (2, 3):
             assert ref.fill_inputs(xs, shape.dims, seed) is True
             want = ref.make_inputs(shape.dims, dt, seed, "cpu")
-            assert [x.data_ptr() for x in xs] == ptrs  # in place: the graph's buffers stay where they were
-            assert all(torch.equal(a, b) and a.dtype == b.dtype and a.shape == b.shape for a, b in zip(xs, want))
+            assert [x.data_ptr() for x in xs if isinstance(x, torch.Tensor)] == ptrs  # in place: the graph's buffers stay where they were
+            assert all(torch.equal(a, b) and a.dtype == b.dtype and a.shape == b.shape if isinstance(a, torch.Tensor)
+                   else a == b for a, b in zip(xs, want))
         # Fresh values per seed: the first input and the largest differ between two seeds (csa decode's
         # lengths are a fixed multiset in a seed's order, so a small batch may repeat them).
         again = ref.make_inputs(shape.dims, dt, 2, "cpu")
-        big = max(range(len(xs)), key=lambda i: xs[i].numel())
+        big = max((i for i, x in enumerate(xs) if isinstance(x, torch.Tensor)), key=lambda i: xs[i].numel())
         assert not torch.equal(xs[0], again[0]) and not torch.equal(xs[big], again[big])
 
 
@@ -43,14 +45,21 @@ def test_a_hard_case_is_not_filled_and_is_made_as_before(name):
     assert all(torch.equal(a, b) for a, b in zip(xs, before))  # untouched: the harness makes and copies
 
 
-def test_csa_decode_fills_its_hard_cases_too_and_keeps_its_cache_normalised():
+@pytest.mark.parametrize("name", [n for n in FILLED if n.startswith("dsv4_")])
+def test_dsv4_tasks_fill_their_hard_cases_too(name):
+    task = load_task(name)
+    ref = task.load_reference()
+    for case in ref.HARD_CASES:
+        dims = {**task.interpreter_shapes[0].dims, "case": case}
+        xs = list(ref.make_inputs(dims, torch.bfloat16, 1, "cpu"))
+        assert ref.fill_inputs(xs, dims, 4) is True
+        want = ref.make_inputs(dims, torch.bfloat16, 4, "cpu")
+        assert all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b for a, b in zip(xs, want)), case
+
+
+def test_csa_decode_keeps_its_cache_normalised():
     ref = load_task("dsv4_csa_decode").load_reference()
     dims = {"batch": 3, "heads": 16, "topk": 16, "ctx": 96, "min_ctx": 2}
-    for case in ref.HARD_CASES:
-        xs = list(ref.make_inputs({**dims, "case": case}, torch.bfloat16, 1, "cpu"))
-        assert ref.fill_inputs(xs, {**dims, "case": case}, 4) is True
-        want = ref.make_inputs({**dims, "case": case}, torch.bfloat16, 4, "cpu")
-        assert all(torch.equal(a, b) for a, b in zip(xs, want))
     q, kvw, wl, comp, idx, sinks, cos, sin = ref.make_inputs({**dims, "ctx": 4096, "min_ctx": 4096}, torch.bfloat16,
                                                              3, "cpu")
     # Every entry visible at ctx 4096: unit RMS before the gain, so the rows' RMS is the gain's, ~1.08.
