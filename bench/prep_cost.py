@@ -10,7 +10,9 @@ the harness's own code, on two input makers:
           2eecb5f): every set made and copied, as _refill does without a fill_inputs;
   after   the task's reference.py now: fill_inputs writes make_inputs's values in place, the whole
           set (`fill` whole), or for the csa decodes only what a call reads (`fill` read: the window
-          and the cache entries the new indices name; reference.py FILL_READS_ONLY).
+          and the cache entries the new indices name; reference.py FILL_READS_ONLY);
+  whole   (read-only tasks) the same inputs refilled whole in place, every cache entry redrawn (the
+          csa decode's fill before the read-only one): what reading-only saves.
 n is the harness's own batch size for the shape at a call time of 1 µs (so the byte cap decides:
 parent_clock.calls_per_batch, inputs + outputs); ms per batch is the median over --reps batches, each
 ended by a device sync. `same` checks two sets of the refilled batch against make_inputs of their
@@ -18,7 +20,7 @@ seeds (what the parent rebuilds to check a call): bit-identical, or for a read-o
 argument bit-identical and reference()'s output over the set bit-identical (harness.tasks
 filled_as_made). `fresh`: no two sets of a batch hold the same values.
 
-  python bench/prep_cost.py            # on the GPU: softmax 4k x 4k, the dsv4 tasks at flash 64k x64 (< 1 min)
+  python bench/prep_cost.py            # on the GPU: softmax 4k x 4k, the dsv4 tasks at flash 64k x64 (< 2 min)
   python bench/prep_cost.py --cpu      # small shapes on the CPU: the plumbing only
   python bench/prep_cost.py --tasks dsv4_hca_decode,dsv4_compress   # some of them
 """
@@ -197,6 +199,27 @@ def old_maker(ref: types.ModuleType, src: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(make_inputs=ns["make_inputs"])  # no fill_inputs: made and copied
 
 
+def whole_filler(ref: types.ModuleType) -> types.SimpleNamespace | None:
+    """For a task that refills only what a call reads (FILL_READS_ONLY): the same inputs refilled whole,
+    in place (the csa decodes' fill before that change: every cache entry redrawn, the FP8 cache built
+    in bf16 and quantised), to show what reading-only saves. None for the others."""
+    if not getattr(ref, "FILL_READS_ONLY", ()):
+        return None
+    bf16 = getattr(ref, "BF16_TASK", None)
+
+    def fill(xs: list, dims: dict, seed: int) -> bool:
+        q = xs[0]
+        if bf16 is None:
+            ref.build_inputs(dims, q.dtype, seed, q.device, out=xs, **ref._knobs(dims, seed))
+            return True
+        comp = torch.empty(dims["batch"], dims["ctx"] // 4, ref.D, dtype=q.dtype, device=q.device)
+        bf16.build_inputs(dims, q.dtype, seed, q.device, out=[*xs[:3], comp, *xs[4:]], **bf16._knobs(dims, seed))
+        ref.quantize(comp, out=xs[3])
+        return True
+
+    return types.SimpleNamespace(make_inputs=ref.make_inputs, fill_inputs=fill)
+
+
 def child_with(ref: object, dtype: torch.dtype, device: str) -> Child:
     """The child's own _refill, on an object holding just what it reads."""
     c = Child.__new__(Child)
@@ -253,28 +276,38 @@ def main() -> int:
         n = parent_clock.calls_per_batch(1.0, in_b + out_b, free)
         if device == "cpu":
             n = min(n, 8)
-        figs = {}
-        for path, maker in (("before", old_maker(ref, old_src)), ("after", ref)):
+        figs, same = {}, True
+        whole = whole_filler(ref)
+        makers = [("before", old_maker(ref, old_src)), ("whole", whole), ("after", ref)]
+        for k, (path, maker) in enumerate(makers):
+            if maker is None:
+                continue
             c = child_with(maker, dt, device)
             bufs = [c.inputs(dims, 10_000_000 + i) for i in range(n)]
-            figs[path] = per_batch_ms(c, bufs, dims, n, a.reps, device, 1000 if path == "before" else 2000)
-            if path == "after":  # the last batch's seeds: 2000 + reps * n + i
-                last = [2000 + a.reps * n + i for i in range(n)]
-                same = all(filled_as_made(ref, bufs[j], c.inputs(dims, last[j])) for j in (0, n - 1))
+            figs[path] = per_batch_ms(c, bufs, dims, n, a.reps, device, 1000 * (k + 1))
+            last = [1000 * (k + 1) + a.reps * n + i for i in range(n)]  # the last batch's seeds
+            if path == "whole":  # every argument bit for bit
+                same &= all(all(torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y
+                                for x, y in zip(bufs[j], c.inputs(dims, last[j]))) for j in (0, n - 1))
+            if path == "after":
+                same &= all(filled_as_made(ref, bufs[j], c.inputs(dims, last[j])) for j in (0, n - 1))
                 fresh = n < 2 or not any(torch.equal(x, y) for x, y in zip(bufs[0], bufs[1])
                                          if isinstance(x, torch.Tensor) and x.numel() > 64)
             del bufs, c
             if device == "cuda":
                 torch.cuda.empty_cache()
         b, f = statistics.median(figs["before"]), statistics.median(figs["after"])
-        rows.append((name, label, n, in_b / 2 ** 20, b, f, same, fresh, "read" if getattr(ref, "FILL_READS_ONLY", ()) else "whole"))
+        w = statistics.median(figs["whole"]) if "whole" in figs else None
+        rows.append((name, label, n, in_b / 2 ** 20, b, w, f, same, fresh, "read" if whole else "whole"))
     dev = torch.cuda.get_device_name() if device == "cuda" else "cpu"
     print(f"\nprep per timed batch (child's _refill + device sync), {dev}, median of {a.reps}")
-    print(f"{'task':20} {'shape':22} {'n':>4} {'MiB/set':>8} {'before ms':>10} {'after ms':>9} {'x':>6}  fill   same  fresh")
-    for name, label, n, mib, b, f, same, fresh, fill in rows:
-        print(f"{name:20} {label:22} {n:4d} {mib:8.1f} {b:10.2f} {f:9.2f} {b / max(f, 1e-9):6.2f}  {fill:5}  "
+    print(f"{'task':20} {'shape':22} {'n':>4} {'MiB/set':>8} {'before ms':>10} {'whole ms':>9} {'after ms':>9} {'x':>6}"
+          f"  fill   same  fresh")
+    for name, label, n, mib, b, w, f, same, fresh, fill in rows:
+        whole_ms = f"{w:9.2f}" if w is not None else f"{'-':>9}"
+        print(f"{name:20} {label:22} {n:4d} {mib:8.1f} {b:10.2f} {whole_ms} {f:9.2f} {b / max(f, 1e-9):6.2f}  {fill:5}  "
               f"{'yes' if same else 'NO':4}  {'yes' if fresh else 'NO'}")
-    return 0 if all(r[6] and r[7] for r in rows) else 1
+    return 0 if all(r[7] and r[8] for r in rows) else 1
 
 
 if __name__ == "__main__":

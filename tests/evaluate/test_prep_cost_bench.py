@@ -23,8 +23,10 @@ def test_the_table_covers_every_filled_task_and_each_refill_is_the_same_and_fres
     assert set(rows) == {"softmax", "dsv4_csa_decode", "dsv4_csa_decode_fp8", "dsv4_hca_decode", "dsv4_indexer_topk",
                          "dsv4_compress"}
     for name, cols in rows.items():
-        assert cols[-3:] == ["read" if name.startswith("dsv4_csa") else "whole", "yes", "yes"], cols
-        assert float(cols[-6]) > 0 and float(cols[-5]) > 0  # before, after ms a batch
+        read_only = name.startswith("dsv4_csa")
+        assert cols[-3:] == ["read" if read_only else "whole", "yes", "yes"], cols
+        assert float(cols[-7]) > 0 and float(cols[-5]) > 0  # before, after ms a batch
+        assert (cols[-6] != "-") == read_only  # and the whole refill's, where only what is read is refilled
 
 
 def test_an_unknown_task_is_one_line_and_exit_2():
