@@ -48,8 +48,9 @@
 #              (tuner variants + 1 broken), every shape and check, 40 samples; candidates a minute, p50 time to
 #              verdict and its phases, in a short table last ($THROUGHPUT_TIMEOUT, default 235 s)
 #   prep       issue 18: a timed batch's input refill (the child's prep) before/after the in-place fill, ms per
-#              batch for softmax 4k x 4k and csa decode flash 64k x64, and that the refill equals make_inputs
-#              (bench/prep_cost.py, < 1 min)
+#              batch for softmax 4k x 4k, the csa decodes (bf16, fp8: read entries only), hca decode and indexer
+#              top-k at flash 64k x64 and compress at csa kv d512 x128, and that the refill agrees with
+#              make_inputs (bench/prep_cost.py, < 2 min; $PREP_TASKS=a,b for some)
 #   busy       (several GPUs) one GPU's timings alone vs with every other GPU loaded (bench/busy_neighbours.py)
 #   cute       issue 23: installs CuTe DSL from the carried .whl-cute + .whl-cute2 (bench/device_wheels.sh cute:
 #              two calls), then bench/cute_variants.py: the baseline's launch plans timed side by side (< 150 s;
@@ -271,8 +272,8 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       [ "$tl" -lt 60 ] && { echo "== throughput: only $tl s left for the batch, skipped"; continue; }
       timeout $(( tl + 15 )) python3 "$REPO/bench/throughput.py" softmax --n "${THROUGHPUT_N:-10}" --broken --backends local \
           --time-limit "$tl" --json "$OUT/throughput18.json" 2>&1 | tee "$OUT/throughput18.txt" | tail -24 ;;
-    prep) L=$(limit 90) || { echo "== skip $s"; continue; }
-      timeout "$L" python3 "$REPO/bench/prep_cost.py" 2>&1 | tee "$OUT/prep_cost.txt" | tail -8 ;;
+    prep) L=$(limit 150) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/prep_cost.py" ${PREP_TASKS:+--tasks "$PREP_TASKS"} 2>&1 | tee "$OUT/prep_cost.txt" | tail -10 ;;
     busy) L=$(limit 300) || { echo "== skip $s"; continue; }  # several GPUs only
       timeout "$L" python3 "$REPO/bench/busy_neighbours.py" softmax --repeats "${BUSY_REPEATS:-3}" \
           --json "$OUT/busy.json" 2>&1 | tee "$OUT/busy.txt" ;;

@@ -408,12 +408,19 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
 def check_fill(task: Task, ref_mod: ModuleType) -> None:
     """Refuse a fill_inputs(xs, dims, seed) that writes other values than make_inputs makes for that
     seed (the child refills timed batches with it, the parent rebuilds a checked call with make_inputs:
-    a mismatch would fail every timed output, the incumbent's too)."""
+    a mismatch would fail every timed output, the incumbent's too). The arguments a task names in
+    FILL_READS_ONLY are refilled only where reference() reads them: reference() of the refilled set
+    (which held another seed's values) must equal reference() of make_inputs bit for bit. (Not a
+    poison of NaNs: the reference gathers row 0 for a -1 index and weighs it by 0, and a NaN times 0
+    is a NaN; what a fill leaves is always some earlier set's finite values.)"""
     import torch  # ~1 s: not at --help's start (as above)
 
     fill = getattr(ref_mod, "fill_inputs", None)
     if fill is None:
         return
+    partial = fill_reads_only(ref_mod)
+    if partial is None:
+        raise TaskError(task.reference_path, "FILL_READS_ONLY", "must be a tuple of argument positions")
     dt = getattr(torch, task.dtypes[0])
     for shape in task.interpreter_shapes:
         try:
@@ -421,12 +428,42 @@ def check_fill(task: Task, ref_mod: ModuleType) -> None:
             xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
             filled = fill(xs, shape.dims, 2)
             want = ref_mod.make_inputs(shape.dims, dt, 2, "cpu")
+            want = list(want) if isinstance(want, (tuple, list)) else [want]
+            same = not filled or filled_as_made(ref_mod, xs, want)
         except Exception as e:  # a task author's bug: say where
             raise TaskError(task.reference_path, "fill_inputs", f"failed on {shape.name!r}: {type(e).__name__}: {e}") from None
-        want = list(want) if isinstance(want, (tuple, list)) else [want]
-        if filled and not all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b for a, b in zip(xs, want)):
+        if not same:
             raise TaskError(task.reference_path, "fill_inputs",
                             f"wrote other values than make_inputs makes for the same seed on {shape.name!r}")
+
+
+def fill_reads_only(ref_mod: ModuleType) -> tuple[int, ...] | None:
+    """reference.py's FILL_READS_ONLY: the argument positions its fill_inputs refreshes only where
+    reference() reads them (a cache of which a call reads the rows its indices name); () when none,
+    None if malformed."""
+    got = getattr(ref_mod, "FILL_READS_ONLY", ())
+    if not isinstance(got, tuple) or not all(isinstance(i, int) and not isinstance(i, bool) for i in got):
+        return None
+    return got
+
+
+def filled_as_made(ref_mod: ModuleType, xs: list, want: list) -> bool:
+    """A refilled input set agrees with make_inputs's for the same seed: bit for bit, except the
+    FILL_READS_ONLY arguments, where reference() must give the same output bit for bit (it reads
+    them exactly where a kernel must)."""
+    import torch
+
+    partial = fill_reads_only(ref_mod) or ()
+
+    def eq(a: object, b: object) -> bool:
+        return torch.equal(a, b) and a.dtype == b.dtype if isinstance(a, torch.Tensor) else type(a) is type(b) and a == b
+
+    if len(xs) != len(want) or not all(eq(a, b) for i, (a, b) in enumerate(zip(xs, want)) if i not in partial):
+        return False
+    if not partial:
+        return True
+    got, exp = ref_mod.reference(*xs), ref_mod.reference(*want)
+    return eq(got, exp)
 
 
 def hard_cases(ref_mod: ModuleType) -> dict[str, str] | None:

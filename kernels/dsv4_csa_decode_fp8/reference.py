@@ -50,24 +50,53 @@ def block_bytes(block_size: int = BLOCK_SIZE) -> int:
     return (block_size * BYTES_PER_TOKEN + 576 - 1) // 576 * 576
 
 
-def quantize(cache: torch.Tensor, block_size: int = BLOCK_SIZE) -> torch.Tensor:
-    """bf16 [B, N, 512] -> uint8 [B, ceil(N/bs), block_bytes]: FlashMLA quantize_k_cache (MODEL1)."""
-    B, N, d = cache.shape
-    nblk = -(-N // block_size)
-    # Each sequence's last block is padded with zero tokens.
-    x = torch.cat([cache, cache.new_zeros(B, nblk * block_size - N, d)], 1).reshape(B * nblk, block_size, d)
-    out = torch.zeros(B * nblk, block_bytes(block_size), dtype=torch.uint8, device=cache.device)
-    rows = out[:, :block_size * ROW_BYTES].view(B * nblk, block_size, ROW_BYTES)
-    rows[:, :, D_NOPE:] = x[..., D_NOPE:].contiguous().view(torch.uint8).view(B * nblk, block_size, 2 * D_ROPE)
-    scales = out[:, block_size * ROW_BYTES:block_size * BYTES_PER_TOKEN].view(B * nblk, block_size, 8)
+def token_bytes(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """bf16 [..., 512] -> (uint8 [..., 576] the row: e4m3 NoPE then the bf16 RoPE bytes, uint8 [..., 8]
+    the 7 ue8m0 scales and a zero pad byte): one token as FlashMLA quantize_k_cache (MODEL1) stores it."""
+    row = torch.empty(*x.shape[:-1], ROW_BYTES, dtype=torch.uint8, device=x.device)
+    scales = torch.zeros(*x.shape[:-1], 8, dtype=torch.uint8, device=x.device)
+    row[..., D_NOPE:] = x[..., D_NOPE:].contiguous().view(torch.uint8)
     for t in range(N_TILES):
         tile = x[..., t * TILE:(t + 1) * TILE]
         s = tile.abs().amax(dim=-1).float() / 448.0
         s = torch.pow(2, torch.clamp_min(s, 1e-4).log2().ceil())   # ue8m0, as _cast_scale_inv_to_ue8m0
-        scales[:, :, t] = s.to(torch.float8_e8m0fnu).view(torch.uint8)
+        scales[..., t] = s.to(torch.float8_e8m0fnu).view(torch.uint8)
         q = (tile.float() / s[..., None]).to(torch.float8_e4m3fn)
-        rows[:, :, t * TILE:(t + 1) * TILE] = q.view(torch.uint8)
+        row[..., t * TILE:(t + 1) * TILE] = q.view(torch.uint8)
+    return row, scales
+
+
+def quantize(cache: torch.Tensor, block_size: int = BLOCK_SIZE, out: torch.Tensor | None = None) -> torch.Tensor:
+    """bf16 [B, N, 512] -> uint8 [B, ceil(N/bs), block_bytes]: FlashMLA quantize_k_cache (MODEL1).
+    With out (uint8 of that shape) it is written there, padding zeroed as in a new one."""
+    B, N, d = cache.shape
+    nblk = -(-N // block_size)
+    # Each sequence's last block is padded with zero tokens.
+    x = cache if N == nblk * block_size else torch.cat([cache, cache.new_zeros(B, nblk * block_size - N, d)], 1)
+    x = x.reshape(B * nblk, block_size, d)
+    if out is None:
+        out = torch.zeros(B * nblk, block_bytes(block_size), dtype=torch.uint8, device=cache.device)
+    else:
+        out = out.view(B * nblk, block_bytes(block_size))
+        out.zero_()
+    row, scales = token_bytes(x)
+    out[:, :block_size * ROW_BYTES] = row.view(B * nblk, -1)
+    out[:, block_size * ROW_BYTES:block_size * BYTES_PER_TOKEN] = scales.view(B * nblk, -1)
     return out.view(B, nblk, -1)
+
+
+def write_entry_rows(comp_fp8: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor, block_size: int = BLOCK_SIZE) -> None:
+    """The bf16 task's write_entry_rows on the FP8 blocks: entry idx[b, k] (>= 0) of sequence b gets
+    rows[b, k]'s 584 bytes where quantize puts them (its row in block j // 64, its scales after the rows)."""
+    valid = idx >= 0
+    seq = torch.arange(idx.shape[0], device=idx.device)[:, None].expand_as(idx)[valid]
+    j = idx[valid].long()
+    row, scales = token_bytes(rows[valid])
+    blk, slot = j // block_size, j % block_size
+    at = torch.arange(ROW_BYTES, device=idx.device)
+    comp_fp8[seq[:, None], blk[:, None], (slot * ROW_BYTES)[:, None] + at] = row
+    at = torch.arange(8, device=idx.device)
+    comp_fp8[seq[:, None], blk[:, None], (block_size * ROW_BYTES + slot * 8)[:, None] + at] = scales
 
 
 def dequantize_entries(comp_fp8: torch.Tensor, indices: torch.Tensor, block_size: int = BLOCK_SIZE) -> torch.Tensor:
@@ -95,6 +124,19 @@ HARD_CASES = BF16_TASK.HARD_CASES
 def make_inputs(dims, dtype, seed, device):
     q, kvw, wl, comp, idx, sinks, cos, sin = BF16_TASK.make_inputs(dims, dtype, seed, device)
     return q, kvw, wl, quantize(comp), idx, sinks, cos, sin
+
+
+# As the bf16 task: the cache is refilled only at the entries the new indices name (their 584 bytes).
+FILL_READS_ONLY = BF16_TASK.FILL_READS_ONLY
+
+
+def fill_inputs(xs, dims, seed):
+    """make_inputs(dims, dtype, seed, device)'s values written into xs, an earlier make_inputs result of
+    the same dims, dtype and device, wherever reference() reads them: the bf16 task's rows-only refill
+    with the named entries quantised into their blocks (the harness refills a timed batch's inputs with it)."""
+    BF16_TASK.build_inputs(dims, xs[0].dtype, seed, xs[0].device, out=xs, rows_only=True, write_rows=write_entry_rows,
+                           **BF16_TASK._knobs(dims, seed))
+    return True
 
 
 def input_bytes(dims, dtype):

@@ -1,6 +1,6 @@
 """The red-team catalog: every candidate in candidates/ documents its cheat in its docstring, with
 `Expect:` (rules that must fire; "a | b" means either; "accepted" for honest variants), `Device:`
-(cpu or gpu) and optionally `Task:` (default softmax), `Shapes:`, `Stages: all` (evaluated with the static stage
+(cpu or gpu) and optionally `Task:` (default softmax), `Shapes:` (a name with a comma in double quotes), `Stages: all` (evaluated with the static stage
 on, as a real evaluation is; otherwise the static stage is off so the runtime guards are what is tested) and
 `Static:` (static rules that must fire on it when the static
 stage runs, "a | b" for either; "none" when it gets past the static stage, so the runtime guard in
@@ -50,9 +50,14 @@ def parse(path: Path) -> Cheat:
     default_shape = ("odd rows" if device == "cpu" else "4k x 4k") if task == "softmax" else None
     static = field("Static", "")
     return Cheat(path, body, [e.strip() for e in field("Expect").split(",")], device,
-                 [s.strip() for s in field("Shapes", default_shape).split(",")],
+                 shape_names(field("Shapes", default_shape)),
                  [s.strip() for s in static.split(",")] if static else None, task=task, gap=field("Gap", ""),
                  full=field("Stages", "") == "all")
+
+
+def shape_names(text: str) -> list[str]:
+    """`Shapes:` names, comma-separated; a name with a comma in it is written in double quotes."""
+    return [(q or p).strip() for q, p in re.findall(r'"([^"]+)"|([^,"]+)', text) if (q or p).strip()]
 
 
 def all_cheats() -> list[Cheat]:
