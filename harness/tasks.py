@@ -451,7 +451,7 @@ def filled_as_made(ref_mod: ModuleType, xs: list, want: list) -> bool:
     """A refilled input set agrees with make_inputs's for the same seed: bit for bit, except the
     FILL_READS_ONLY arguments, where reference() must give the same output bit for bit (it reads
     them exactly where a kernel must)."""
-    import torch
+    import torch  # ~1 s: only when a task with fill_inputs loads (as check_fill above)
 
     partial = fill_reads_only(ref_mod) or ()
 
