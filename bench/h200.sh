@@ -25,7 +25,8 @@
 #              from outside), $FRESHRED_WORKERS (12) at a time for the parallel group, timing-based ones alone,
 #              time-boxed by $FRESHRED_TIMEOUT (300 s); $FRESHRED_ONLY=substr for some
 #   timing     A/A false keeps, spread of medians, 3% detection (bench/timing_trust.py; $TIMING_FLAGS passed on)
-#   aa         per-task A/A: each of $AA_TASKS's incumbent against itself over all its GPU shapes ($AA_TRIALS)
+#   aa         per-task A/A: each of $AA_TASKS's incumbent against itself over all its GPU shapes ($AA_TRIALS), judged and
+#              decided by the evaluator's own code: false keeps and rejections, goal 0 and 0 (issue 19)
 #   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
 #   model      pytest -m gpu tests/model (dispatcher on the GPU, profiler ceilings)
 #   profile    warpsmith profile softmax
@@ -195,7 +196,7 @@ EOF
     timing) L=$(limit ${TIMING_TIMEOUT:-150}) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/timing_trust.py" --detect-trials "${TIMING_DETECT:-12}" --calib-samples 120 ${TIMING_FLAGS:-} --json "$OUT/trust.json" 2>&1 | tee "$OUT/timing_trust.txt" | tail -25 ;;
     aa)  # per-task A/A: the incumbent against itself round-robin over every GPU shape of each $AA_TASKS
-      for t in ${AA_TASKS:-softmax rmsnorm dsv4_csa_decode dsv4_hca_decode dsv4_indexer_topk dsv4_csa_decode_fp8}; do
+      for t in ${AA_TASKS:-softmax rmsnorm dsv4_csa_decode dsv4_hca_decode dsv4_indexer_topk dsv4_csa_decode_fp8 dsv4_compress}; do
         L=$(limit ${AA_TIMEOUT:-90}) || { echo "== skip $s/$t"; continue; }
         timeout "$L" python3 "$REPO/bench/timing_trust.py" --task "$t" --aa-shape all --only-aa --trials "${AA_TRIALS:-8}" \
           --json "$OUT/aa_$t.json" > "$OUT/aa_$t.txt" 2>&1; echo "== aa $t rc=$?"; tail -3 "$OUT/aa_$t.txt"

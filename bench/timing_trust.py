@@ -6,8 +6,11 @@
 1. A/A false-keep rate: the same kernel as incumbent and candidate, --trials times (fresh seeds,
    fresh inputs each trial), timed as `warpsmith eval` decides: the parent's clock over batches,
    the incumbent in a child of its own (harness/evaluate/parent_clock.py; --aa-clock child for the
-   old interleaved samples in one child); a trial is a false keep when the decision rule would
-   keep (speedup beyond the noise band) twice in a row. Goal: 0.
+   old interleaved samples in one child); each trial is judged and decided by the evaluator's own
+   code (timing_stage.time_shape, runner.timed_verdict: every timing rejection rule, the keep policy).
+   A trial is a false keep when that decision is keep twice in a row (the evaluator re-measures a
+   would-be keep); a rejection of the same kernel (timer-disagrees, impossible-time...) is a harness
+   bug and counted too. Goal: 0 and 0. With --aa-shape all over each task: issue 19's per-task A/A.
 2. Spread of repeated medians for a kernel of >= 100 µs: --repeats runs of the same timing on a
    big shape; (max - min) / median of the candidate's medians. Goal: <= 1%.
 3. Detection of a real 3% improvement: the incumbent is the baseline plus extra HBM reads (from a
@@ -32,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.evaluate import verdict as vd  # noqa: E402
 from harness.evaluate.correctness import input_bytes, n_buffers  # noqa: E402
-from harness.evaluate.runner import ChildProcess, EvalOptions, derive_seed  # noqa: E402
+from harness.evaluate.process import _Run  # noqa: E402
+from harness.evaluate.runner import ChildProcess, EvalOptions, derive_seed, timed_verdict  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
 
 # The baseline with an extra pass of EXTRA_COLS reads per row from a pad buffer larger than L2;
@@ -90,11 +94,23 @@ def softmax(x):
 '''
 
 
-def keep(inc: list[float], cand: list[float], seed: int) -> tuple[bool, float, float]:
-    """The evaluator's rule for one shape: faster beyond the noise band, with stable samples
-    (verdict.stable: a keep needs each shape's spread under verdict.SPREAD_MAX_PCT)."""
+def decide(task, run: _Run, shape) -> tuple[bool, float, float, dict]:
+    """The evaluator's decision on one timed shape (runner.timed_verdict: its summary, recommendation
+    and keep policy, not a copy of them): (keep, speedup, band, the shape's entry). Rejections stay
+    in run.reasons."""
+    v = timed_verdict(run, task, [shape])
+    e = run.shapes[0]
+    return ((v["recommendation"] or {}).get("action") == "keep", e.get("speedup") or float("nan"),
+            v.get("noise_band_pct") or float("nan"), e)
+
+
+def keep(task, shape, inc: list[float], cand: list[float], seed: int) -> tuple[bool, float, float, dict]:
+    """decide() on samples timed elsewhere (the child's interleaved events, or simulated noise)."""
     sp, band = vd.speedup_with_band(inc, cand, seed)
-    return (sp - 1) * 100 > band and vd.stable(vd.shape_spread(inc, cand)), sp, band
+    run = _Run(task, task.baseline_path)
+    run.shapes.append({"name": shape.name, "speedup": round(sp, 4), "noise_pct": round(band, 3),
+                       "candidate_us": vd.median(cand), **vd.shape_spread(cand, inc)})
+    return decide(task, run, shape)
 
 
 def time_req(child: ChildProcess, task, ref_mod, shape, dev: dict, roles: list[str], samples: int, secret: int,
@@ -146,37 +162,41 @@ def run_gpu(args: argparse.Namespace) -> dict:
         aa = []
 
         last_batch: dict = {}
+        rejected: list[str] = []  # rule names, every trial's (a rejection of the same kernel is a harness bug)
+        opts_t = EvalOptions(on_gpu=True, samples=args.samples, run_timeout_s=task.call_timeout_for(True))
 
-        def aa_samples(aa_shape, *tag) -> tuple[list[float], list[float]]:
+        def aa_trial(aa_shape, *tag) -> tuple[bool, float, float, dict]:
             if args.aa_clock == "child":
                 res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples,
                                secret, *tag)
-                return res["incumbent"]["event_us"], res["candidate"]["event_us"]
-            from harness.evaluate import parent_clock
-            from harness.evaluate.timing_stage import _output_checker
+                return keep(task, aa_shape, res["incumbent"]["event_us"], res["candidate"]["event_us"],
+                            derive_seed(secret, *tag))
+            # The evaluator's own path: timing_stage.time_shape measures and judges (every rejection
+            # rule), runner.timed_verdict decides.
+            from harness.evaluate import timing_stage
 
-            m = parent_clock.measure({"incumbent": inc_child, "candidate": child}, task, ref_mod, aa_shape,
-                                     EvalOptions(on_gpu=True, samples=args.samples),
-                                     lambda *p: derive_seed(secret, aa_shape.name, *tag, *p),
-                                     _output_checker(task, ref_mod, aa_shape), input_bytes(ref_mod, task, aa_shape))
-            for role, d in m["roles"].items():
-                if d["bad"] or d["errors"]:
-                    raise SystemExit(f"{role}: {d['errors'][-1]}")
+            run = _Run(task, task.baseline_path)
+            run.shapes.append({"name": aa_shape.name})
+            m = timing_stage.time_shape(run, run.shapes[0], {"incumbent": inc_child, "candidate": child}, task,
+                                        ref_mod, aa_shape, dev, opts_t,
+                                        lambda *p: derive_seed(secret, aa_shape.name, *tag, *p))
+            for r in run.reasons:
+                rejected.append(r["rule"])
+                print(f"  REJECTED the same kernel: {r['rule']}: {r['message'][:300]}", flush=True)
             c = m["roles"]["candidate"]
-            last_batch.update(n=m["n"], graph=m.get("graph"), parent_us=vd.median(c["per_call_us"]),
-                              child_us=vd.median(c["child_us"]) / max(m["n"], 1),
-                              child_spread=vd.spread_pct([x / max(m["n"], 1) for x in c["child_us"]]))
-            return m["roles"]["incumbent"]["per_call_us"], m["roles"]["candidate"]["per_call_us"]
+            if c["per_call_us"]:
+                last_batch.update(n=m["n"], graph=m.get("graph"), parent_us=vd.median(c["per_call_us"]),
+                                  child_us=vd.median(c["child_us"]) / max(m["n"], 1),
+                                  child_spread=vd.spread_pct([x / max(m["n"], 1) for x in c["child_us"]]))
+            return decide(task, run, aa_shape)
 
         for t in range(args.trials):
             aa_shape = aa_shapes[t % len(aa_shapes)]
-            inc, cand = aa_samples(aa_shape, "aa", t)
-            k, sp, band = keep(inc, cand, t)
-            if k:  # as the evaluator does: a would-be keep must show again in a second measurement
-                inc, cand = aa_samples(aa_shape, "aa-confirm", t)
-                k, sp, band = keep(inc, cand, 10_000 + t)
+            k, sp, band, e = aa_trial(aa_shape, "aa", t)
+            if k:  # as the evaluator does: a would-be keep counts only if a second measurement shows it
+                k, sp, band, e = aa_trial(aa_shape, "aa-confirm", t)
             aa.append({"shape": aa_shape.name, "keep": k, "speedup": sp, "band_pct": band,
-                       "median_us": vd.median(cand), "spread_pct": vd.shape_spread(inc, cand)["spread_pct"]})
+                       "median_us": e.get("candidate_us", float("nan")), "spread_pct": e.get("spread_pct", 0.0)})
             # One line a trial: a run cut by its time box still shows how far it got.
             print(f"  A/A {t + 1}/{args.trials} {aa_shape.name}: {sp:.4f}x band ±{band:.2f}%"
                   f"{' FALSE KEEP' if k else ''}  ({time.monotonic() - t0:.0f} s)"
@@ -186,6 +206,7 @@ def run_gpu(args: argparse.Namespace) -> dict:
         inc_child.close()
         out["aa"] = {"shape": args.aa_shape if args.aa_shape == "all" else aa_shapes[0].name, "clock": args.aa_clock, "trials": len(aa),
                      "false_keeps": sum(a["keep"] for a in aa),
+                     "rejections": len(rejected), "rejection_rules": sorted(set(rejected)),
                      "speedups": [round(a["speedup"], 4) for a in aa],
                      "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in aa), 3),
                      "median_band_pct": round(statistics.median(a["band_pct"] for a in aa), 3),
@@ -195,6 +216,7 @@ def run_gpu(args: argparse.Namespace) -> dict:
                      "seconds": round(time.monotonic() - t0, 1)}
         # Said now: a time-boxed run (bench/h200.sh) that is cut later still reports the A/A.
         print(f"A/A ({args.aa_clock} clock, {out['aa']['shape']}): {out['aa']['false_keeps']}/{len(aa)} false keeps, "
+              f"{len(rejected)} rejections{' (' + ', '.join(sorted(set(rejected))) + ')' if rejected else ''}, "
               f"median band {out['aa']['median_band_pct']}%, median spread {out['aa']['median_spread_pct']}%, "
               f"largest {out['aa']['max_spread_pct']}%, {out['aa']['median_us']} us per call, "
               f"{out['aa']['seconds']} s", flush=True)
@@ -235,11 +257,12 @@ def run_gpu(args: argparse.Namespace) -> dict:
         for t in range(args.detect_trials):
             res = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret, "det",
                            reuse=True)
-            k, sp, band = keep(res[role]["event_us"], res["candidate"]["event_us"], 1000 + t)
+            k, sp, band, _ = keep(task, det_shape, res[role]["event_us"], res["candidate"]["event_us"], 1000 + t)
             if k:
                 res = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret,
                                "det-confirm", reuse=True)
-                k, sp, band = keep(res[role]["event_us"], res["candidate"]["event_us"], 20_000 + t)
+                k, sp, band, _ = keep(task, det_shape, res[role]["event_us"], res["candidate"]["event_us"],
+                                      20_000 + t)
             det.append({"keep": k, "speedup": sp, "band_pct": band})
         out["detect"] = {"shape": det_shape.name, "true_gap_pct": round(gaps[role] * 100, 2),
                          "calibration_gaps_pct": {r: round(g * 100, 2) for r, g in gaps.items()},
@@ -258,12 +281,15 @@ def run_simulated(args: argparse.Namespace) -> dict:
     import random
 
     rng = random.Random(1)
+    task = load_task(args.task)
+    shape = task.shapes[0]  # named only: the figures are drawn here
 
     def draw(mu: float, n: int) -> list[float]:
         return [mu * math.exp(rng.gauss(0, 0.03)) for _ in range(n)]
 
     def confirmed(mu_inc: float, t: int) -> bool:  # the evaluator's rule: a keep must show twice
-        return all(keep(draw(mu_inc, args.samples), draw(100, args.samples), t + k * 10_000)[0] for k in (0, 1))
+        return all(keep(task, shape, draw(mu_inc, args.samples), draw(100, args.samples), t + k * 10_000)[0]
+                   for k in (0, 1))
 
     aa = [confirmed(100, t) for t in range(args.trials)]
     det = [confirmed(100 * (1 + args.gain_pct / 100), t) for t in range(args.detect_trials)]
@@ -277,6 +303,9 @@ def print_table(r: dict) -> None:
           + (f" (copy {dev['copy_bw_Bps'] / 1e12:.2f} TB/s, L2 {dev['l2_bytes'] / 2**20:.0f} MiB, torch {dev['torch']}, "
              f"triton {dev['triton']})" if dev else ""))
     aa = r["aa"]
+    if "rejections" in aa:
+        print(f"  A/A rejections          {aa['rejections']}/{aa['trials']}"
+              + (f"  ({', '.join(aa['rejection_rules'])})" if aa["rejection_rules"] else "") + "   goal 0")
     print(f"  A/A false-keep rate     {aa['false_keeps']}/{aa['trials']}"
           + (f"  ({aa.get('clock', 'child')} clock, shape {aa['shape']}, median {aa['median_us']} µs, "
              f"band ±{aa['median_band_pct']}%, "

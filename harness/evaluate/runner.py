@@ -187,6 +187,20 @@ def _restore(root: Path, saved: dict[str, bytes], after: dict[str, str]) -> None
             pass
 
 
+def timed_verdict(run: _Run, task: Task, shapes: list[Shape]) -> dict:
+    """The decision an evaluation would reach on `run`'s timed shapes (timing_stage.time_shape filled
+    them, correctness passed): the same summary, recommendation and keep policy, so bench/timing_trust.py's
+    A/A counts the keeps and rejections of the rule that decides, not a copy of it."""
+    from harness.evaluate import keep_policy, timing_stage  # (start-up: the note above the functions)
+
+    for e in run.shapes:
+        e.setdefault("correct", True)
+    v: dict[str, Any] = {"task": task.name, "shapes": run.shapes, "reasons": run.reasons, "notes": run.notes,
+                         "geomean_speedup": None, "noise_band_pct": None}
+    timing_stage._summarise(v, run, shapes)
+    return keep_policy.apply(_finish(v, run, time.monotonic(), timing_available=True), task)
+
+
 def _finish(v: dict, run: _Run, t0: float, timing_available: bool) -> dict:
     if not run.reasons:
         run.stage = "done"

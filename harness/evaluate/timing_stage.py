@@ -199,23 +199,32 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
                                  opts.import_timeout_s)
         if not r.get("ok"):
             raise IncumbentBroken(r.get("error"))
-        dt = getattr(torch, task.dtypes[0])
         by_name = {e["name"]: e for e in run.shapes}
         for shape in shapes:
-            # A task's own compare (e.g. top-k sets) gets whole outputs; elementwise ones a sample of rows.
-            m = parent_clock.measure({"incumbent": inc_child, "candidate": cand_child}, task, ref_mod, shape, opts,
-                                     seeds_for(shape), _output_checker(task, ref_mod, shape),
-                                     input_bytes(ref_mod, task, shape),
-                                     sample_rows=elementwise(ref_mod))
-            for part, sec in m["parts_s"].items():
-                run.timing_parts_s[part] = round(run.timing_parts_s.get(part, 0.0) + sec, 3)
-            bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
-            entry = by_name[shape.name]
-            if entry.get("speedup") is not None:
-                entry["first_speedup"] = entry["speedup"]
-            parent_clock.judge(run, entry, m, _floor_us(ref_mod, task, shape, dev), dev, bm)
+            time_shape(run, by_name[shape.name], {"incumbent": inc_child, "candidate": cand_child}, task, ref_mod,
+                       shape, dev, opts, seeds_for(shape))
     finally:
         inc_child.close()
+
+
+def time_shape(run: "_Run", entry: dict, children: dict[str, "ChildProcess"], task: Task, ref_mod: ModuleType,
+               shape: Shape, dev: dict, opts: "EvalOptions", seed_of: Any) -> dict:
+    """One shape timed and judged by the parent's clock: `entry` gets the figures, `run` any rejection.
+    Public for bench/timing_trust.py, whose A/A must go through exactly this (it keeps its two
+    children across trials, where an evaluation starts fresh ones). Returns parent_clock.measure's dict."""
+    import torch  # torch on first use, as in correctness (tests import this module)
+
+    # A task's own compare (e.g. top-k sets) gets whole outputs; elementwise ones a sample of rows.
+    m = parent_clock.measure(children, task, ref_mod, shape, opts, seed_of, _output_checker(task, ref_mod, shape),
+                             input_bytes(ref_mod, task, shape), sample_rows=elementwise(ref_mod))
+    for part, sec in m["parts_s"].items():
+        run.timing_parts_s[part] = round(run.timing_parts_s.get(part, 0.0) + sec, 3)
+    dt = getattr(torch, task.dtypes[0])
+    bm = ref_mod.bytes_moved(shape.dims, dt) if callable(getattr(ref_mod, "bytes_moved", None)) else None
+    if entry.get("speedup") is not None:
+        entry["first_speedup"] = entry["speedup"]
+    parent_clock.judge(run, entry, m, _floor_us(ref_mod, task, shape, dev), dev, bm)
+    return m
 
 
 def _summarise(v: dict, run: "_Run", shapes: list[Shape]) -> None:
