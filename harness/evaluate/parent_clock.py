@@ -229,6 +229,9 @@ def roofline_and_floor(run: "_Run", entry: dict, tag: str, c_med: float, floor: 
                        dev: dict, bytes_moved: float | None) -> None:
     """The candidate's % of measured copy bandwidth, and `impossible-time` below the physical floor
     (shared by this judge and the in-child one that timing_trust still uses)."""
+    if bytes_moved:
+        # Also where the GPU's copy bandwidth is unknown: the tuner then takes the hardware pack's.
+        entry["bytes_moved"] = int(bytes_moved)
     if bytes_moved and dev.get("copy_bw_Bps") and c_med > 0:
         entry["roofline_pct"] = round(bytes_moved / (c_med * 1e-6) / dev["copy_bw_Bps"] * 100, 1)
     fl, why = floor

@@ -91,6 +91,24 @@ def test_a_bucket_within_ten_percent_of_its_roofline_is_done(tmp_path):
     assert "Bucket mid: no shape of it is run on this machine" in text
 
 
+def test_without_a_measured_bandwidth_the_hardware_packs_is_the_roofline(tmp_path):
+    """A verdict whose GPU copy bandwidth went unmeasured has no roofline_pct; the timing stage still
+    writes each shape's bytes_moved, and the tuner divides by the pack's measured_copy_tb_s."""
+    pack = tmp_path / "pack.toml"
+    pack.write_text('id = "box"\nkind = "hardware"\n[specs]\nmeasured_copy_tb_s = 4.0\n')
+    verdict = timed("_softmax_rows")
+    for sh in verdict["shapes"]:
+        # 95% of 4 TB/s at each shape's time (10 us or 20 us): every bucket is done.
+        sh["bytes_moved"] = int(0.95 * 4.0e6 * sh["candidate_us"])
+    history = [Attempt(1, "variants/rows.py", "reverted", meta={"variant": "variants/rows.py", "config": {}},
+                       shapes=verdict["shapes"])]
+    ctx = ProposalContext(TASK, 2, TASK.baseline_path.read_text(), "c", history, [],
+                          packs=[{"id": "box", "path": str(tmp_path)}])
+    events = list(TunerAgent().propose(ctx))
+    text = "".join(e.text for e in events if type(e).__name__ == "ReasoningChunk")
+    assert "95% of roofline" in text, text
+
+
 def test_when_no_bucket_is_left_to_search_the_tuner_stops_and_says_why():
     """Every bucket done or absent (here: the task's one bucket holds rows longer than any shape this
     machine ran, and each variant's defaults are tried) leaves no bucket to aim at: the tuner says so
