@@ -302,6 +302,10 @@ def dsv4_hca_decode(q, kv_window, window_len, comp_cache, n_visible, sinks, cos,
         if _shared_bytes(compiled) <= smem:
             _compiled[key] = compiled
             break
+    else:  # not even the smallest tile fits: say which knob to turn, not Triton's OutOfResources at launch
+        raise RuntimeError(f"no configuration with BLOCK_H={bh}, NUM_WARPS={warps} fits this GPU's {smem} bytes of "
+                           f"shared memory a block (BLOCK_N={bn}, {stages} stage needs {_shared_bytes(compiled)}): "
+                           "lower BLOCK_H")
     _chosen[key] = (bh, bn, warps, stages)
     _hca_partial[(n_hb, nsplit, B)](*args, **meta)
     if not fused:

@@ -66,3 +66,20 @@ def test_value_split_variants_default_fits_two_programs_an_sm():
         warps = 4  # NUM_WARPS's default
         assert spills == 0 and wgmma >= 2 and cp_async >= 20, row
         assert 2 * warps * 32 * -(-regs // 8) * 8 <= 65536 and 2 * (shared + 1024) <= 228 * 1024, row
+
+
+def test_decode_baselines_defaults_fit_an_h200s_shared_memory():
+    """Issue 19: the FP8 baseline once asked for 245888 bytes of shared memory on the H200 (232448 a block,
+    the hardware pack's smem_per_block_kib = 227) and failed on every shape. Each decode baseline's
+    defaults, compiled for sm_90a as the GPU runs them, fit: on an H200 the first configuration is taken
+    (the wrapper compiles first and chooses smaller tiles on a smaller GPU)."""
+    from harness.agents.tunespace import hardware_limits
+
+    limits, _, _ = hardware_limits([{"id": "h200", "path": str(ROOT / "packs" / "hardware" / "h200")}])
+    assert limits["smem_per_block"] == 227 * 1024
+    for task, kernel in (("dsv4_csa_decode", "_csa_partial"), ("dsv4_csa_decode_fp8", "_csa_fp8_partial"),
+                         ("dsv4_hca_decode", "_hca_partial")):
+        p = run(task, "--set", "BF16_DOT=1")
+        assert p.returncode == 0, p.stderr[-500:]
+        [row] = [line.split("|")[1:-1] for line in p.stdout.splitlines() if line.startswith(f"| {kernel} ")]
+        assert 0 < int(row[3]) <= limits["smem_per_block"], (task, row)

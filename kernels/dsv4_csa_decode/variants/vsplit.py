@@ -360,6 +360,10 @@ def dsv4_csa_decode(q, kv_window, window_len, comp_cache, indices, sinks, cos, s
         if _shared_bytes(compiled) <= smem:
             _compiled[key] = compiled
             break
+    else:  # not even the smallest tile fits: say which knob to turn, not Triton's OutOfResources at launch
+        raise RuntimeError(f"no configuration with BLOCK_H={bh}, NUM_WARPS={warps} fits this GPU's {smem} bytes of "
+                           f"shared memory a block (BLOCK_N={bn}, {stages} stage needs {_shared_bytes(compiled)}): "
+                           "lower BLOCK_H")
     _chosen[key] = (bh, bn, warps, stages)
     _csa_vs_partial[(n_hb * VSPLIT, nsplit, B)](*args, **meta)
     if not fused:
