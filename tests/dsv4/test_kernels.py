@@ -360,3 +360,22 @@ def test_decode_baseline_reads_odd_row_strides_correctly(name):
     assert odd.stride(1) == 513 and k._aligned_rows(odd).stride(1) == 512
     inputs = (q, kvw, wl, odd, sel, sinks, cos, sin)
     assert compare(t, ref, getattr(k, t.entry)(*inputs), ref.reference(*inputs), inputs, "bfloat16") is None
+
+
+@pytest.mark.parametrize("name", ["dsv4_csa_decode", "dsv4_csa_decode_fp8", "dsv4_hca_decode"])
+def test_decode_baselines_declare_the_space_the_tuner_searches(name):
+    """Issue 24: the offline tuner read these baselines' knobs off their literals (BLOCK_H up to 256 for
+    64 or 128 heads, 2 or 32 warps for a 64 x 512 fp32 accumulator): tries the wrapper shrank or that
+    could only spill. Their declared space keeps to the tiles seen to work and never leaves the
+    accumulator more than half of a thread's registers; the defaults are in it."""
+    from harness.agents.tunespace import hardware_limits, read_space
+
+    t = load_task(name)
+    space = read_space(t.baseline_path.read_text(), "kernel.py")
+    declared = {p.name: list(p.values) for p in space.params}
+    assert declared["BLOCK_H"] == [32, 64] and declared["BLOCK_N"] == [16, 32, 64] and declared["NUM_WARPS"] == [4, 8]
+    limits, _, _ = hardware_limits([])
+    grid = space.grid(limits)
+    assert grid and all(c["BLOCK_H"] * 512 // (32 * c["NUM_WARPS"]) <= 128 for c in grid)
+    assert not any(c["BLOCK_H"] == 64 and c["NUM_WARPS"] == 4 for c in grid)
+    assert space.default() in grid
