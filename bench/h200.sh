@@ -34,6 +34,9 @@
 #   hwdetect   which hardware pack this GPU is detected as, and why; `warpsmith packs show` for it (< 30 s)
 #   dispatch   bench/dispatch.py (per-bucket keeps exported as a dispatcher, against the default)
 #   e2e        bench/e2e.py (softmax + rmsnorm kernels stacked in one workload)
+#   dsv4step   issue 19: the DeepSeek V4 decode step (kernels/dsv4_decode_step/e2e.py, ctx 64k, batch 16) for each of
+#              $DSV4STEP_MODELS (flash pro) with $DSV4STEP_KERNELS (TASK=FILE ..., the per-task winners) stacked:
+#              CUDA-graph replays of eager references, torch.compile'd references and the kernels ($DSV4STEP_TIMEOUT, 200 s each)
 #   dsv4tune   the offline tuner on each DeepSeek V4 task ($DSV4_ITERS iterations, $DSV4_TIMEOUT s each)
 #   fp8        bench/dsv4.py on the FP8-cache CSA decode task
 #   dsv4       bench/dsv4_targets.py: issue 19's targets for the CSA/HCA/FP8 decode baselines (roofline, eager,
@@ -229,6 +232,12 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
     e2e) L=$(limit 120) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/e2e.py" --workload softmax --kernel softmax="$REPO/kernels/softmax/candidates/onepass.py" \
           --kernel rmsnorm="$REPO/kernels/rmsnorm/kernel.py" 2>&1 | tee "$OUT/e2e.txt" ;;
+    dsv4step)
+      for m in ${DSV4STEP_MODELS:-flash pro}; do
+        L=$(limit ${DSV4STEP_TIMEOUT:-200}) || { echo "== skip $s/$m"; continue; }
+        timeout "$L" python3 "$REPO/kernels/dsv4_decode_step/e2e.py" --model "$m" --ctx 65536 --batch 16 \
+            $(for k in ${DSV4STEP_KERNELS:-}; do printf -- '--kernel %s ' "$k"; done) 2>&1 | tee "$OUT/dsv4step_$m.txt" | tail -4
+      done ;;
     dsv4tune)
       for t in ${DSV4_TASKS:-dsv4_indexer_topk dsv4_csa_decode dsv4_hca_decode dsv4_compress}; do
         L=$(limit ${DSV4_TIMEOUT:-100}) || { echo "== skip $s/$t"; continue; }

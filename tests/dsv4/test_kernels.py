@@ -3,6 +3,7 @@ interpreter, tolerances that admit the real kernels' precision and refuse wrong 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
@@ -379,3 +380,22 @@ def test_decode_baselines_declare_the_space_the_tuner_searches(name):
     assert grid and all(c["BLOCK_H"] * 512 // (32 * c["NUM_WARPS"]) <= 128 for c in grid)
     assert not any(c["BLOCK_H"] == 64 and c["NUM_WARPS"] == 4 for c in grid)
     assert space.default() in grid
+
+
+def test_e2e_step_with_a_winner_stacked_and_bad_kernel_specs_named():
+    """kernels/dsv4_decode_step/e2e.py --kernel TASK=FILE (issue 19: the per-task winners stacked in the
+    step): the value-split HCA decode in place of the baseline agrees with the references' step; a spec
+    that names no task, no file or no entry is refused with what is wrong."""
+    sys.path.insert(0, str(ROOT / "kernels" / "dsv4_decode_step"))
+    import e2e
+
+    vsplit = ROOT / "kernels" / "dsv4_hca_decode" / "variants" / "vsplit.py"
+    winners = e2e.load_winners([f"dsv4_hca_decode={vsplit}"])
+    kern = e2e.DecodeStep("tiny", 768, 2, "cpu", e2e.load_impl("kernel", winners), min_ctx=127)
+    assert kern.impl.hca_decode is winners["dsv4_hca_decode"]
+    worst = e2e.worst_differences(kern, {"eager": e2e.clone_state(kern, e2e.load_impl("reference"))}, 2)
+    assert worst["eager"] < 2e-2
+    for spec, says in ((f"dsv4_nope={vsplit}", "TASK must be one of"), ("dsv4_hca_decode=/no/such.py", "no such file"),
+                       (f"dsv4_csa_decode={vsplit}", "defines no function dsv4_csa_decode()")):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            e2e.load_winners([spec])
