@@ -12,6 +12,7 @@ Timing: triton.testing.do_bench, median of repeated runs timed with CUDA events;
 do_bench zeroes a 256 MB buffer, flushing the 60 MB L2, so each run reads its inputs from HBM.
 
     PYTHONPATH=. python bench/dsv4.py [--quick] [--tasks dsv4_csa_decode,...] [--no-compile] [--json FILE]
+        [--kernel dsv4_csa_decode=BEST.py ...]   # a "best" column: the tuner's (or anyone's) kept kernel
 
 Imports only torch, triton and harness.tasks (stdlib): it runs on the bare GPU box.
 """
@@ -58,8 +59,15 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write every row to this file")
     ap.add_argument("--sweep", action="store_true", help="instead: time each kernel.py over a small grid of its "
                     "module-level knobs (BLOCK_N, NUM_WARPS, ...) on a few shapes; correctness checked per config")
+    ap.add_argument("--kernel", action="append", default=[], metavar="TASK=FILE",
+                    help="a kept kernel for TASK (e.g. the tuner's exported best), timed and checked beside kernel.py")
     ap.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tests: interpreter shapes on CPU
     args = ap.parse_args(argv)
+    try:
+        args.best = load_best(args.kernel)
+    except ValueError as e:
+        print(f"bench/dsv4.py: {e}", file=sys.stderr)
+        return 2
     if args.smoke:
         return smoke(args)
     if not torch.cuda.is_available():
@@ -82,12 +90,13 @@ def main(argv=None) -> int:
         kmod = load_module(task.baseline_path, f"bench_kernel_{name}")
         kfn = getattr(kmod, task.entry)
         compiled = None if args.no_compile else torch.compile(ref.reference, dynamic=True)
+        best = args.best.get(name)
         for shape in task.shapes:
             if args.quick and shape.name not in QUICK:
                 continue
             t0 = time.time()
             try:
-                row = measure(name, task, ref, kmod, kfn, compiled, shape, bw, args.rep_ms)
+                row = measure(name, task, ref, kmod, kfn, compiled, shape, bw, args.rep_ms, best=best)
             except Exception as e:  # one broken shape must not cost the rest of a GPU session
                 print(f"{name:18s} {shape.name:18s} ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
                 torch.cuda.empty_cache()
@@ -102,10 +111,27 @@ def main(argv=None) -> int:
     print_table(rows, bw)
     if args.json:
         Path(args.json).write_text(json.dumps(dict(bandwidth=bw, device=torch.cuda.get_device_name(), rows=rows), indent=1))
-    return 0 if all(r["ok"] for r in rows) else 1
+    return 0 if all(r["ok"] and r.get("best_ok", True) for r in rows) else 1
 
 
-def measure(name, task, ref, kmod, kfn, compiled, shape, bw, rep_ms, device="cuda", timer=None) -> dict:
+def load_best(specs: list[str]) -> dict:
+    """--kernel TASK=FILE, repeated: {task: (file, entry function)}; what is wrong, named."""
+    best = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if name not in TASKS:
+            raise ValueError(f"--kernel {spec}: TASK must be one of {', '.join(TASKS)}")
+        if not Path(path).is_file():
+            raise ValueError(f"--kernel {spec}: {path}: no such file")
+        entry = load_task(name, check_null=False).entry
+        fn = getattr(load_module(Path(path), f"bench_best_{name}"), entry, None)
+        if not callable(fn):
+            raise ValueError(f"--kernel {spec}: {path} defines no function {entry}()")
+        best[name] = (path, fn)
+    return best
+
+
+def measure(name, task, ref, kmod, kfn, compiled, shape, bw, rep_ms, device="cuda", timer=None, best=None) -> dict:
     timer = timer or bench
     inputs = ref.make_inputs(shape.dims, torch.bfloat16, 0, device)
     expected = ref.reference(*inputs)
@@ -125,6 +151,12 @@ def measure(name, task, ref, kmod, kfn, compiled, shape, bw, rep_ms, device="cud
         except Exception as e:  # report, don't die: the other columns still stand
             row["compile_error"] = f"{type(e).__name__}: {str(e)[:120]}"
     row["pct_roof"] = 100 * row["roof_us"] / row["kernel_us"]
+    if best is not None:
+        # Checked like kernel.py: a "best" that is wrong on a shape gets no figure there.
+        berr = compare(task, ref, best[1](*inputs), expected, inputs, "bfloat16")
+        row.update(best_file=best[0], best_ok=berr is None, best_error=berr)
+        row["best_us"] = timer(lambda: best[1](*inputs), rep_ms) if berr is None else None
+        row["best_pct_roof"] = 100 * row["roof_us"] / row["best_us"] if row["best_us"] else None
     return row
 
 
@@ -188,23 +220,30 @@ def smoke(args) -> int:
         ref = task.load_reference()
         kmod = load_module(task.baseline_path, f"bench_kernel_{name}")
         for shape in task.interpreter_shapes[:1]:
-            rows.append(measure(name, task, ref, kmod, getattr(kmod, task.entry), None, shape, 1e12, 0, "cpu", wall))
+            rows.append(measure(name, task, ref, kmod, getattr(kmod, task.entry), None, shape, 1e12, 0, "cpu", wall,
+                                best=args.best.get(name)))
     print_table(rows, 1e12, "CPU interpreter (smoke test; times are not kernel speeds)")
-    return 0 if all(r["ok"] for r in rows) else 1
+    return 0 if all(r["ok"] and r.get("best_ok", True) for r in rows) else 1
 
 
 def print_table(rows, bw, device=None) -> None:
     device = device or torch.cuda.get_device_name()
     print(f"\n## DeepSeek V4 attention tasks on {device} (copy bw {bw / 1e12:.2f} TB/s; "
           f"times in us, median, L2 flushed; do_bench)")
-    print("| task | shape | MiB | roofline | eager | compiled | kernel | kernel % roof | x eager | x compiled | KV splits | check |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    with_best = any("best_ok" in r for r in rows)
+    print("| task | shape | MiB | roofline | eager | compiled | kernel | kernel % roof | x eager | x compiled | KV splits | check |"
+          + (" best | best % roof | best x kernel |" if with_best else ""))
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if with_best else ""))
     for r in rows:
         comp = r["compile_us"]
         cols = [r["task"].removeprefix("dsv4_"), r["shape"], f"{r['mib']:.1f}", f"{r['roof_us']:.1f}",
                 f"{r['eager_us']:.1f}", f"{comp:.1f}" if comp else "-", f"{r['kernel_us']:.1f}",
                 f"{r['pct_roof']:.0f}%", f"{r['eager_us'] / r['kernel_us']:.2f}",
                 f"{comp / r['kernel_us']:.2f}" if comp else "-", str(r["splits"]), "ok" if r["ok"] else "FAIL"]
+        if with_best:
+            b = r.get("best_us")
+            cols += ([f"{b:.1f}", f"{r['best_pct_roof']:.0f}%", f"{r['kernel_us'] / b:.2f}"] if b else
+                     ["FAIL" if r.get("best_ok") is False else "-", "-", "-"])
         print("| " + " | ".join(cols) + " |")
     geo = [r["eager_us"] / r["kernel_us"] for r in rows]
     if geo:

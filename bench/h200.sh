@@ -35,8 +35,12 @@
 #   dispatch   bench/dispatch.py (per-bucket keeps exported as a dispatcher, against the default)
 #   e2e        bench/e2e.py (softmax + rmsnorm kernels stacked in one workload)
 #   dsv4step   issue 19: the DeepSeek V4 decode step (kernels/dsv4_decode_step/e2e.py, ctx 64k, batch 16) for each of
-#              $DSV4STEP_MODELS (flash pro) with $DSV4STEP_KERNELS (TASK=FILE ..., the per-task winners) stacked:
-#              CUDA-graph replays of eager references, torch.compile'd references and the kernels ($DSV4STEP_TIMEOUT, 200 s each)
+#              $DSV4STEP_MODELS (flash pro) with the per-task winners stacked ($DSV4STEP_KERNELS: TASK=FILE ...; by
+#              default each TASK_best.py that dsv4tune exported in this call, or found in $DSV4_BEST_DIR): CUDA-graph
+#              replays of eager references, torch.compile'd references and the kernels ($DSV4STEP_TIMEOUT, 200 s each)
+#   dsv4table  issue 19's table: bench/dsv4.py --quick over every DSV4 task (eager, torch.compile, baseline, and the
+#              tuner's best where dsv4tune exported one in this call or $DSV4_BEST_DIR has it; % of roofline)
+#              ($DSV4TABLE_TIMEOUT, 300 s; DSV4TABLE_FLAGS passed on, e.g. "--rep-ms 20")
 #   dsv4tune   the offline tuner on each DeepSeek V4 task ($DSV4_ITERS iterations, $DSV4_TIMEOUT s each)
 #   fp8        bench/dsv4.py on the FP8-cache CSA decode task
 #   dsv4       bench/dsv4_targets.py: issue 19's targets for the CSA/HCA/FP8 decode baselines (roofline, eager,
@@ -125,6 +129,14 @@ cute_install() {
 
 # limit WANT: seconds this section may take, or nothing if fewer than 30 are left.
 limit() { local left=$(( BUDGET_S - ($(date +%s) - T0) - 5 )); [ "$left" -lt 30 ] && return 1; echo $(( $1 < left ? $1 : left )); }
+
+bests() {  # TASK...: TASK=FILE for each that dsv4tune exported in this call (or $DSV4_BEST_DIR holds)
+  local t; for t in "$@"; do
+    for d in "${DSV4_BEST_DIR:-}" "$WS"; do
+      [ -n "$d" ] && [ -f "$d/${t}_best.py" ] && { echo "$t=$d/${t}_best.py"; break; }
+    done
+  done
+}
 
 tuner_run() {  # TASK ITERS LIMIT LOG
   # --keep-buckets auto: the search's per-bucket winners are kept for their buckets and exported.
@@ -236,8 +248,13 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       for m in ${DSV4STEP_MODELS:-flash pro}; do
         L=$(limit ${DSV4STEP_TIMEOUT:-200}) || { echo "== skip $s/$m"; continue; }
         timeout "$L" python3 "$REPO/kernels/dsv4_decode_step/e2e.py" --model "$m" --ctx 65536 --batch 16 \
-            $(for k in ${DSV4STEP_KERNELS:-}; do printf -- '--kernel %s ' "$k"; done) 2>&1 | tee "$OUT/dsv4step_$m.txt" | tail -4
+            $(for k in ${DSV4STEP_KERNELS:-$(bests dsv4_indexer_topk dsv4_csa_decode dsv4_hca_decode dsv4_compress)}; do
+                printf -- '--kernel %s ' "$k"; done) 2>&1 | tee "$OUT/dsv4step_$m.txt" | tail -4
       done ;;
+    dsv4table) L=$(limit ${DSV4TABLE_TIMEOUT:-300}) || { echo "== skip $s"; continue; }
+      timeout "$L" python3 "$REPO/bench/dsv4.py" --quick ${DSV4TABLE_FLAGS:-} \
+          $(for k in $(bests dsv4_indexer_topk dsv4_csa_decode dsv4_hca_decode dsv4_compress dsv4_csa_decode_fp8); do
+              printf -- '--kernel %s ' "$k"; done) --json "$OUT/dsv4_table.json" 2>&1 | tee "$OUT/dsv4_table.txt" | tail -40 ;;
     dsv4tune)
       for t in ${DSV4_TASKS:-dsv4_indexer_topk dsv4_csa_decode dsv4_hca_decode dsv4_compress}; do
         L=$(limit ${DSV4_TIMEOUT:-100}) || { echo "== skip $s/$t"; continue; }

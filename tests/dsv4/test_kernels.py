@@ -302,6 +302,20 @@ def test_bench_code_path_runs_in_the_interpreter(capsys):
     assert "| indexer_topk |" in out and "| compress |" in out and "FAIL" not in out
 
 
+def test_bench_times_a_kept_kernel_beside_the_baseline_and_names_a_bad_spec(capsys):
+    """bench/dsv4.py --kernel TASK=FILE (issue 19's table: eager, compiled, baseline, tuner's best): a
+    kept kernel is checked and timed on the same inputs, in columns of its own; a wrong one is FAIL."""
+    bench = load_module(ROOT / "bench" / "dsv4.py", "test_bench_dsv4_best")
+    vsplit = ROOT / "kernels" / "dsv4_hca_decode" / "variants" / "vsplit.py"
+    assert bench.main(["--smoke", "--tasks", "dsv4_hca_decode", "--kernel", f"dsv4_hca_decode={vsplit}"]) == 0
+    out = capsys.readouterr().out
+    assert "best | best % roof | best x kernel |" in out
+    [row] = [line for line in out.splitlines() if line.startswith("| hca_decode |")]
+    assert row.count("|") == 16 and "FAIL" not in row  # 12 columns and the 3 of the kept kernel
+    assert bench.main(["--smoke", "--tasks", "dsv4_hca_decode", "--kernel", "dsv4_hca=x.py"]) == 2
+    assert "TASK must be one of" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("case", ["ties", "negative scores"])
 def test_indexer_select_is_exact_with_ties_and_negative_scores(case):
     t, ref, k = parts("dsv4_indexer_topk")
