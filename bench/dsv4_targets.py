@@ -187,7 +187,11 @@ def _marks(r, bf16_row, cold, graph) -> list[str]:
         else:
             marks.append(f"launch {'pass' if graph <= LAUNCH_US else 'FAIL'}")
     if r["task"] == "dsv4_csa_decode_fp8" and bf16_row is not None:
-        marks.append(f"fp8 {'pass' if cold <= FP8_MARGIN * bf16_row['cold_us'] else 'FAIL'}")
+        # The target is "faster on every shape": a tie is not a pass (FP8_MARGIN is only what the table
+        # calls within noise, shown as "fp8 FAIL (tie)" so a reader sees it is not a loss either).
+        fast = cold < bf16_row["cold_us"]
+        tie = not fast and cold <= FP8_MARGIN * bf16_row["cold_us"]
+        marks.append("fp8 pass" if fast else "fp8 FAIL (tie)" if tie else "fp8 FAIL")
     return marks
 
 
