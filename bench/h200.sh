@@ -51,7 +51,7 @@
 #              (bench/dsv4_targets.py --variant vsplit; $VSPLIT_TIMEOUT s, default 180)
 #   scale      bench/throughput.py: local vs pool vs ray on one 10-candidate batch (+1 broken), verdicts
 #              compared ($SCALE_BACKENDS, $SCALE_SHAPES, $SCALE_SAMPLES); ray needs .whl-ray (bench/device_wheels.sh ray)
-#   throughput issue 18, <= 4 min ($THROUGHPUT_EVAL=0 skips the single eval and the channel; $THROUGHPUT_PROF=1 profiles it): one `eval` of the softmax baseline (its children pre-warmed while the parent loads),
+#   throughput issue 18, <= 4 min ($THROUGHPUT_EVAL=0 skips the single eval and the channel; $THROUGHPUT_PROF=1 profiles it): one `eval` of $THROUGHPUT_TASK's baseline (softmax; dsv4_csa_decode for the second figure) (its children pre-warmed while the parent loads),
 #              the result channel's speed, then bench/throughput.py on the local backend: $THROUGHPUT_N candidates
 #              (tuner variants + 1 broken), every shape and check, 40 samples; candidates a minute, p50 time to
 #              verdict and its phases, in a short table last ($THROUGHPUT_TIMEOUT, default 235 s)
@@ -284,12 +284,13 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
           --shapes "${SCALE_SHAPES:-4k x 4k}" --samples "${SCALE_SAMPLES:-20}" --json "$OUT/throughput.json" 2>&1 \
           | tee "$OUT/throughput.txt" | tail -40 ;;
     throughput) L=$(limit ${THROUGHPUT_TIMEOUT:-235}) || { echo "== skip $s"; continue; }
+      TP_TASK=${THROUGHPUT_TASK:-softmax}  # issue 18's second figure: THROUGHPUT_TASK=dsv4_csa_decode (>= 6 a minute)
       t0=$(date +%s%N)
       # THROUGHPUT_EVAL=0: only the batch (no single eval, no channel speed), for a short call
       if [ "${THROUGHPUT_EVAL:-1}" != 0 ]; then
       # THROUGHPUT_PROF=1: the single eval under cProfile (the parent's hot spots; its wall time then carries cProfile's cost)
       prof=""; [ "${THROUGHPUT_PROF:-0}" = 1 ] && prof="-m cProfile -o $OUT/tp_eval.prof"
-      (cd "$WS" && timeout 90 python3 $prof -m harness eval softmax "$REPO/kernels/softmax/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
+      (cd "$WS" && timeout 90 python3 $prof -m harness eval "$TP_TASK" "$REPO/kernels/$TP_TASK/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
       echo "eval rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the whole command${prof:+, under cProfile})"; tail -3 "$OUT/tp_eval.err"
       [ -n "$prof" ] && python3 -c "import pstats; pstats.Stats('$OUT/tp_eval.prof').sort_stats('tottime').print_stats(14)" 2>&1 | grep -E '^ +[0-9]' | head -14
       python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start')); print('timing parts_s', v.get('timing_parts_s')); print('calls/batch, us a call (plain, GPU), batch cost us, band %', [(s['name'], s.get('calls_per_batch'), s.get('candidate_us'), s.get('candidate_graph_us'), s.get('batch_cost_us'), s.get('noise_pct')) for s in v['shapes']])"
@@ -297,8 +298,8 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       fi
       tl=$(( L - ($(date +%s) - start) - 20 ))
       [ "$tl" -lt 60 ] && { echo "== throughput: only $tl s left for the batch, skipped"; continue; }
-      timeout $(( tl + 15 )) python3 "$REPO/bench/throughput.py" softmax --n "${THROUGHPUT_N:-10}" --broken --backends local \
-          --time-limit "$tl" --json "$OUT/throughput18.json" 2>&1 | tee "$OUT/throughput18.txt" | tail -24 ;;
+      timeout $(( tl + 15 )) python3 "$REPO/bench/throughput.py" "$TP_TASK" --n "${THROUGHPUT_N:-10}" --broken --backends local \
+          --time-limit "$tl" --json "$OUT/throughput18_$TP_TASK.json" 2>&1 | tee "$OUT/throughput18_$TP_TASK.txt" | tail -24 ;;
     prep) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/prep_cost.py" ${PREP_TASKS:+--tasks "$PREP_TASKS"} 2>&1 | tee "$OUT/prep_cost.txt" | tail -10 ;;
     busy) L=$(limit 300) || { echo "== skip $s"; continue; }  # several GPUs only

@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.samples:
         options.samples = a.samples
     if a.shapes:
-        options.shapes = [x.strip() for x in a.shapes.split(",") if x.strip()]
+        options.shapes = task.shape_names(a.shapes)
     results = []
     print(f"batch: {len(list(folder.glob('*.py')))} candidates in {folder}", flush=True)
     for spec in [s.strip() for s in a.backends.split(",") if s.strip()]:

@@ -154,6 +154,27 @@ class Task:
     def shapes_for(self, on_gpu: bool) -> list[Shape]:
         return self.shapes if on_gpu else self.interpreter_shapes
 
+    def shape_names(self, text: str) -> list[str]:
+        """A comma-separated --shapes value as names. Some names hold a comma themselves (the DSV4
+        tasks' "short, partial window"): at each point the longest run of pieces that is a known name
+        is taken, so `--shapes "short, partial window,long, split key axis"` means two shapes; a piece
+        that starts no known name is kept as typed, for the caller's unknown-shape message."""
+        known = {" ".join(x.strip() for x in s.name.split(",")): s.name for s in self.shapes + self.interpreter_shapes}
+        pieces = [x.strip() for x in text.split(",")]
+        out, i = [], 0
+        while i < len(pieces):
+            for j in range(len(pieces), i, -1):
+                name = known.get(" ".join(pieces[i:j]))
+                if name is not None:
+                    out.append(name)
+                    i = j
+                    break
+            else:
+                if pieces[i]:
+                    out.append(pieces[i])
+                i += 1
+        return out
+
     def load_reference(self) -> ModuleType:
         return load_module(self.reference_path, f"warpsmith_ref_{self.name}")
 

@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
                       "or pass --no-static to evaluate without static checks, knowingly", file=sys.stderr)
                 return 2
     opts = EvalOptions(static=not args.no_static, time=not args.no_time, seed=args.seed, samples=args.samples,
-                       shapes=[s.strip() for s in args.shapes.split(",") if s.strip()] if args.shapes else None,
+                       shapes=task.shape_names(args.shapes) if args.shapes else None,
                        on_gpu=False if args.cpu else None)
     if args.timeout is not None:
         opts.run_timeout_s = args.timeout

@@ -38,7 +38,7 @@ def cmd_profile(args) -> int:
     if args.candidate and not Path(args.candidate).is_file():
         print(f"warpsmith: {args.candidate}: no such candidate file", file=sys.stderr)
         return 2
-    wanted = [s for s in args.shapes.split(",") if s]
+    wanted = task.shape_names(args.shapes) if args.shapes else []
     unknown = [s for s in wanted if s not in {x.name for x in task.shapes}]
     if unknown:
         print(f"warpsmith: {task.toml_path}: no shape(s) {unknown}; known: {[s.name for s in task.shapes]}",

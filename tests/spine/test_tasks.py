@@ -123,3 +123,15 @@ def test_compare_reports_first_bad_element():
     assert msg is not None and "(2, 5)" in msg and "1 of 256" in msg
     out[0, 0] = float("nan")
     assert "NaN" in compare(task, ref, out, expected, inputs, "bfloat16")
+
+
+def test_shape_names_with_commas_in_them_are_read_whole():
+    """--shapes is comma-separated, and the DSV4 tasks' interpreter shapes hold commas ("short,
+    partial window"): `warpsmith eval dsv4_csa_decode C.py --shapes "short, partial window"` refused
+    a shape it had just listed as known."""
+    t = load_task("dsv4_csa_decode")
+    assert t.shape_names("short, partial window") == ["short, partial window"]
+    assert t.shape_names("short, partial window,long, split key axis") == ["short, partial window",
+                                                                           "long, split key axis"]
+    assert t.shape_names("flash 8k x128, pro 1M x4") == ["flash 8k x128", "pro 1M x4"]
+    assert t.shape_names("short,nope") == ["short", "nope"]  # unknown pieces kept for the caller's message
