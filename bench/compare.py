@@ -93,21 +93,35 @@ def main() -> int:
         rows.append(row)
         del inputs, expected
         torch.cuda.empty_cache()
-    names = list(fns)
+    print_table(rows, list(fns))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"task": task.name, "gpu": gpu, "copy_gbs": bw, "rows": rows}, indent=1))
+    return 0
+
+
+def _us(cell: dict) -> float | None:
+    """A cell's time, if it ran and its output was right (a wrong kernel's speed is no figure)."""
+    return cell.get("us") if cell.get("us") and cell.get("correct") is not False else None
+
+
+def print_table(rows: list[dict], names: list[str]) -> None:
+    """The per-shape table, the geomeans of the last column over the others, and, where the last is a
+    candidate, issue 24's targets: >= 80% of copy bandwidth on every shape whose roofline time is
+    >= 10 us, and at or above Liger-Kernel's figure on every shape."""
     head = f"{'shape':<22}" + "".join(f"{n[:12]:>13}" for n in names) + f"{'%roof(best)':>12}" \
         + "".join(f"{'x vs ' + n[:7]:>13}" for n in ("baseline", "compile") if n in names)
     print(head)
     last = names[-1]
 
     def ratio(r, n):
-        return f"{r[n]['us'] / r[last]['us']:>13.2f}" if r[n]["us"] and r[last]["us"] else f"{'-':>13}"
+        return f"{_us(r[n]) / _us(r[last]):>13.2f}" if _us(r[n]) and _us(r[last]) else f"{'-':>13}"
 
     for r in rows:
-        timed = [n for n in names if r[n]["us"]]
-        best_name = min(timed, key=lambda n: r[n]["us"]) if timed else names[0]
-        line = f"{r['shape'][:22]:<22}" + "".join(f"{r[n]['us']:>13.1f}" if r[n]["us"] else f"{'FAILS':>13}"
-                                                  for n in names)
-        pct = r[best_name]["roofline_pct"]
+        timed = [n for n in names if _us(r[n])]
+        best_name = min(timed, key=lambda n: _us(r[n])) if timed else names[0]
+        line = f"{r['shape'][:22]:<22}" + "".join(
+            f"{_us(r[n]):>13.1f}" if _us(r[n]) else f"{'WRONG' if r[n].get('us') else 'FAILS':>13}" for n in names)
+        pct = r[best_name]["roofline_pct"] if timed else None
         line += f"{(f'{pct:.0f}% ' + best_name[:5]) if pct else '-':>12}"
         for n in ("baseline", "compile"):
             if n in names:
@@ -115,26 +129,22 @@ def main() -> int:
         print(line)
     if len(names) > 2:
         for n in names[:-1]:
-            both = [r for r in rows if r[n]["us"] and r[last]["us"]]
+            both = [r for r in rows if _us(r[n]) and _us(r[last])]
             if both:
-                g = math.exp(sum(math.log(r[n]["us"] / r[last]["us"]) for r in both) / len(both))
+                g = math.exp(sum(math.log(_us(r[n]) / _us(r[last])) for r in both) / len(both))
                 print(f"geomean speedup of {last} over {n}: {g:.3f}x" + ("" if len(both) == len(rows) else
                                                                          f" ({len(both)} shapes where both ran)"))
-    big = [r for r in rows if (r.get("floor_us") or 0) >= 10 and r[last]["roofline_pct"]]
+    big = [r for r in rows if (r.get("floor_us") or 0) >= 10]
     if big and last not in ("eager", "compile", "baseline", "liger"):
-        # The tuner's goal: >= 80% of copy bandwidth on every shape whose roofline time is >= 10 us,
-        # and at or above Liger's figure on every shape.
+        pcts = [(r["shape"], r[last]["roofline_pct"] if _us(r[last]) else None) for r in big]
         print(f"{last} as % of copy bandwidth (shapes with a roofline time >= 10 us): "
-              + " | ".join(f"{r['shape']} {r[last]['roofline_pct']:.0f}%" for r in big)
-              + f"; at >= 80%: {sum(r[last]['roofline_pct'] >= 80 for r in big)}/{len(big)}")
+              + " | ".join(f"{n} {f'{p:.0f}%' if p else 'no figure'}" for n, p in pcts)
+              + f"; at >= 80%: {sum(bool(p and p >= 80) for _, p in pcts)}/{len(big)}")
         if "liger" in names:
-            lig = [r for r in rows if r["liger"]["us"]]
-            beat = [r for r in lig if r[last]["us"] and r[last]["us"] <= r["liger"]["us"]]
+            lig = [r for r in rows if _us(r["liger"])]
+            beat = [r for r in lig if _us(r[last]) and _us(r[last]) <= _us(r["liger"])]
             print(f"{last} at or faster than Liger-Kernel on {len(beat)}/{len(lig)} shapes where Liger runs"
-                  + "".join(f"; Liger fails on {r['shape']}" for r in rows if not r["liger"]["us"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"task": task.name, "gpu": gpu, "copy_gbs": bw, "rows": rows}, indent=1))
-    return 0
+                  + "".join(f"; Liger fails on {r['shape']}" for r in rows if not _us(r["liger"])))
 
 
 if __name__ == "__main__":
