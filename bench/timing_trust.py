@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -94,17 +95,32 @@ def softmax(x):
 '''
 
 
-def decide(task, run: _Run, shape) -> tuple[bool, float, float, dict]:
+class Decision(NamedTuple):
+    keep: bool
+    speedup: float
+    band: float
+    entry: dict
+    again: bool  # the evaluator would measure this again in fresh processes and decide on that alone
+
+
+def decide(task, run: _Run, shape) -> Decision:
     """The evaluator's decision on one timed shape (runner.timed_verdict: its summary, recommendation
-    and keep policy, not a copy of them): (keep, speedup, band, the shape's entry). Rejections stay
-    in run.reasons."""
+    and keep policy, not a copy of them), and whether it would re-measure first (timing_stage.to_remeasure:
+    a would-be keep, before the keep policy, or a big win). Rejections stay in run.reasons."""
+    from harness.evaluate.timing_stage import to_remeasure
+
     v = timed_verdict(run, task, [shape])
     e = run.shapes[0]
-    return ((v["recommendation"] or {}).get("action") == "keep", e.get("speedup") or float("nan"),
-            v.get("noise_band_pct") or float("nan"), e)
+    return Decision((v["recommendation"] or {}).get("action") == "keep", e.get("speedup") or float("nan"),
+                    v.get("noise_band_pct") or float("nan"), e, bool(to_remeasure(v, run.shapes, [shape])))
 
 
-def keep(task, shape, inc: list[float], cand: list[float], seed: int) -> tuple[bool, float, float, dict]:
+def confirmed(first: Decision, measure_again) -> Decision:
+    """As the evaluator decides: where it would re-measure, the second measurement alone decides."""
+    return measure_again() if first.again else first
+
+
+def keep(task, shape, inc: list[float], cand: list[float], seed: int) -> Decision:
     """decide() on samples timed elsewhere (the child's interleaved events, or simulated noise)."""
     sp, band = vd.speedup_with_band(inc, cand, seed)
     run = _Run(task, task.baseline_path)
@@ -165,7 +181,7 @@ def run_gpu(args: argparse.Namespace) -> dict:
         rejected: list[str] = []  # rule names, every trial's (a rejection of the same kernel is a harness bug)
         opts_t = EvalOptions(on_gpu=True, samples=args.samples, run_timeout_s=task.call_timeout_for(True))
 
-        def aa_trial(aa_shape, *tag) -> tuple[bool, float, float, dict]:
+        def aa_trial(aa_shape, *tag) -> Decision:
             if args.aa_clock == "child":
                 res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples,
                                secret, *tag)
@@ -192,11 +208,9 @@ def run_gpu(args: argparse.Namespace) -> dict:
 
         for t in range(args.trials):
             aa_shape = aa_shapes[t % len(aa_shapes)]
-            k, sp, band, e = aa_trial(aa_shape, "aa", t)
-            if k:  # as the evaluator does: a would-be keep counts only if a second measurement shows it
-                k, sp, band, e = aa_trial(aa_shape, "aa-confirm", t)
+            k, sp, band, e, _ = confirmed(aa_trial(aa_shape, "aa", t), lambda: aa_trial(aa_shape, "aa-confirm", t))
             aa.append({"shape": aa_shape.name, "keep": k, "speedup": sp, "band_pct": band,
-                       "median_us": e.get("candidate_us", float("nan")), "spread_pct": e.get("spread_pct", 0.0)})
+                       "median_us": e.get("candidate_us"), "spread_pct": e.get("spread_pct")})
             # One line a trial: a run cut by its time box still shows how far it got.
             print(f"  A/A {t + 1}/{args.trials} {aa_shape.name}: {sp:.4f}x band ±{band:.2f}%"
                   f"{' FALSE KEEP' if k else ''}  ({time.monotonic() - t0:.0f} s)"
@@ -204,19 +218,27 @@ def run_gpu(args: argparse.Namespace) -> dict:
                      f"{last_batch['parent_us']:.2f} us/call, child events {last_batch['child_us']:.2f} us/call "
                      f"(spread {last_batch['child_spread']:.1f}%)" if last_batch else ""), flush=True)
         inc_child.close()
-        out["aa"] = {"shape": args.aa_shape if args.aa_shape == "all" else aa_shapes[0].name, "clock": args.aa_clock, "trials": len(aa),
+        # The figures of the trials that were timed to the end (a rejected or crashed one has none).
+        fig = [a for a in aa if a["speedup"] == a["speedup"] and a["median_us"] is not None]
+
+        def stat(f, key, nd):
+            return round(f(a[key] for a in fig), nd) if fig else None
+
+        out["aa"] = {"shape": args.aa_shape if args.aa_shape == "all" else aa_shapes[0].name, "clock": args.aa_clock,
+                     "trials": len(aa), "trials_without_figures": len(aa) - len(fig),
                      "false_keeps": sum(a["keep"] for a in aa),
                      "rejections": len(rejected), "rejection_rules": sorted(set(rejected)),
-                     "speedups": [round(a["speedup"], 4) for a in aa],
-                     "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in aa), 3),
-                     "median_band_pct": round(statistics.median(a["band_pct"] for a in aa), 3),
-                     "median_us": round(statistics.median(a["median_us"] for a in aa), 2),
-                     "median_spread_pct": round(statistics.median(a["spread_pct"] for a in aa), 2),
-                     "max_spread_pct": round(max(a["spread_pct"] for a in aa), 2),
+                     "speedups": [round(a["speedup"], 4) for a in fig],
+                     "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in fig), 3) if fig else None,
+                     "median_band_pct": stat(statistics.median, "band_pct", 3),
+                     "median_us": stat(statistics.median, "median_us", 2),
+                     "median_spread_pct": stat(statistics.median, "spread_pct", 2),
+                     "max_spread_pct": stat(max, "spread_pct", 2),
                      "seconds": round(time.monotonic() - t0, 1)}
         # Said now: a time-boxed run (bench/h200.sh) that is cut later still reports the A/A.
         print(f"A/A ({args.aa_clock} clock, {out['aa']['shape']}): {out['aa']['false_keeps']}/{len(aa)} false keeps, "
               f"{len(rejected)} rejections{' (' + ', '.join(sorted(set(rejected))) + ')' if rejected else ''}, "
+              f"{len(aa) - len(fig)} trials without figures, "
               f"median band {out['aa']['median_band_pct']}%, median spread {out['aa']['median_spread_pct']}%, "
               f"largest {out['aa']['max_spread_pct']}%, {out['aa']['median_us']} us per call, "
               f"{out['aa']['seconds']} s", flush=True)
@@ -257,12 +279,13 @@ def run_gpu(args: argparse.Namespace) -> dict:
         for t in range(args.detect_trials):
             res = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret, "det",
                            reuse=True)
-            k, sp, band, _ = keep(task, det_shape, res[role]["event_us"], res["candidate"]["event_us"], 1000 + t)
-            if k:
-                res = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret,
-                               "det-confirm", reuse=True)
-                k, sp, band, _ = keep(task, det_shape, res[role]["event_us"], res["candidate"]["event_us"],
-                                      20_000 + t)
+            def det_again(t=t):
+                r2 = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret,
+                              "det-confirm", reuse=True)
+                return keep(task, det_shape, r2[role]["event_us"], r2["candidate"]["event_us"], 20_000 + t)
+
+            k, sp, band, _, _ = confirmed(keep(task, det_shape, res[role]["event_us"], res["candidate"]["event_us"],
+                                               1000 + t), det_again)
             det.append({"keep": k, "speedup": sp, "band_pct": band})
         out["detect"] = {"shape": det_shape.name, "true_gap_pct": round(gaps[role] * 100, 2),
                          "calibration_gaps_pct": {r: round(g * 100, 2) for r, g in gaps.items()},
@@ -287,12 +310,13 @@ def run_simulated(args: argparse.Namespace) -> dict:
     def draw(mu: float, n: int) -> list[float]:
         return [mu * math.exp(rng.gauss(0, 0.03)) for _ in range(n)]
 
-    def confirmed(mu_inc: float, t: int) -> bool:  # the evaluator's rule: a keep must show twice
-        return all(keep(task, shape, draw(mu_inc, args.samples), draw(100, args.samples), t + k * 10_000)[0]
-                   for k in (0, 1))
+    def trial(mu_inc: float, t: int) -> bool:  # the evaluator's rule: a would-be keep is decided on a second draw
+        def once(k):
+            return keep(task, shape, draw(mu_inc, args.samples), draw(100, args.samples), t + k * 10_000)
+        return confirmed(once(0), lambda: once(1)).keep
 
-    aa = [confirmed(100, t) for t in range(args.trials)]
-    det = [confirmed(100 * (1 + args.gain_pct / 100), t) for t in range(args.detect_trials)]
+    aa = [trial(100, t) for t in range(args.trials)]
+    det = [trial(100 * (1 + args.gain_pct / 100), t) for t in range(args.detect_trials)]
     return {"task": "simulated", "aa": {"trials": len(aa), "false_keeps": sum(aa)},
             "detect": {"trials": len(det), "detected": sum(det), "true_gap_pct": args.gain_pct}}
 

@@ -37,8 +37,8 @@ def softmax():
 def test_the_same_figures_are_never_a_keep(softmax):
     task, shape = softmax
     same = _samples(100.0, 0.02, seed=1)
-    k, sp, band, entry = timing_trust.keep(task, shape, same, list(same), seed=0)
-    assert not k and sp == pytest.approx(1.0) and entry["winner"] == "tie"
+    d = timing_trust.keep(task, shape, same, list(same), seed=0)
+    assert not d.keep and not d.again and d.speedup == pytest.approx(1.0) and d.entry["winner"] == "tie"
 
 
 def test_a_clear_win_whose_samples_spread_wide_is_kept_as_the_evaluator_keeps_it(softmax):
@@ -47,15 +47,29 @@ def test_a_clear_win_whose_samples_spread_wide_is_kept_as_the_evaluator_keeps_it
     (band and stable only) called it no keep: its A/A counted keeps of a stricter rule than the one
     that decides."""
     task, shape = softmax
-    k, sp, _, entry = timing_trust.keep(task, shape, _samples(200.0, 0.3, seed=2), _samples(100.0, 0.3, seed=3), 0)
-    assert entry["spread_pct"] > 10 and sp > 1.8
-    assert k
+    d = timing_trust.keep(task, shape, _samples(200.0, 0.3, seed=2), _samples(100.0, 0.3, seed=3), 0)
+    assert d.entry["spread_pct"] > 10 and d.speedup > 1.8
+    assert d.keep and d.again  # and, as in the evaluator, measured again before it counts
 
 
 def test_a_small_win_inside_wide_spread_is_not_kept(softmax):
     task, shape = softmax
-    k, *_ = timing_trust.keep(task, shape, _samples(106.0, 0.3, seed=4), _samples(100.0, 0.3, seed=5), 0)
-    assert not k
+    d = timing_trust.keep(task, shape, _samples(106.0, 0.3, seed=4), _samples(100.0, 0.3, seed=5), 0)
+    assert not d.keep
+
+
+def test_a_would_be_keep_the_keep_policy_reverts_is_still_measured_again_as_the_evaluator_does(softmax):
+    """The evaluator re-measures every would-be keep (the geomean beyond its band) before the keep
+    policy speaks, and decides on the second measurement alone: a first trial reverted only as noisy
+    must still get that second chance in the A/A, or false keeps are under-counted."""
+    task, shape = softmax
+    # 12% faster, samples spread ±30%: beyond the band, but not beyond twice the spread: noisy.
+    first = timing_trust.keep(task, shape, _samples(112.0, 0.3, seed=6, n=400), _samples(100.0, 0.3, seed=7, n=400), 0)
+    assert not first.keep and first.again, first
+    second = timing_trust.keep(task, shape, _samples(150.0, 0.01, seed=8), _samples(100.0, 0.01, seed=9), 1)
+    assert timing_trust.confirmed(first, lambda: second) is second and second.keep
+    calm = timing_trust.keep(task, shape, _samples(100.0, 0.02, seed=1), _samples(100.0, 0.02, seed=1), 0)
+    assert timing_trust.confirmed(calm, lambda: pytest.fail("measured again")) is calm
 
 
 def test_a_rejection_in_the_run_is_never_a_keep_and_is_left_for_the_bench_to_count(softmax):
