@@ -132,7 +132,7 @@ limit() { local left=$(( BUDGET_S - ($(date +%s) - T0) - 5 )); [ "$left" -lt 30 
 
 bests() {  # TASK...: TASK=FILE for each that dsv4tune exported in this call (or $DSV4_BEST_DIR holds)
   local t; for t in "$@"; do
-    for d in "${DSV4_BEST_DIR:-}" "$WS"; do
+    for d in "$WS" "${DSV4_BEST_DIR:-}"; do  # this call's export first, then an earlier call's
       [ -n "$d" ] && [ -f "$d/${t}_best.py" ] && { echo "$t=$d/${t}_best.py"; break; }
     done
   done
