@@ -56,6 +56,11 @@ WARP_SPEC = 0  # 1: the key loop as tl.range(warp_specialize=True), Triton's aut
 # warpsmith: tune NUM_STAGES in [1, 2, 3]
 # warpsmith: tune WAVES in [1, 2, 4]
 # warpsmith: require BLOCK_H * 512 // (32 * NUM_WARPS) <= 128
+# The split heuristics and the combine's launch, near their values (undeclared, the tuner's ladder
+# would try 32-512 keys a split and a 1- to 16-warp combine):
+# warpsmith: tune MIN_SPLIT_KEYS in [64, 128, 256]
+# warpsmith: tune COMBINE_SPLITS in [16, 32]
+# warpsmith: tune num_warps in [2, 4, 8]
 # DeepSeek V4 constants, not tunables (a tuple, so the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
 SCALE = D ** -0.5

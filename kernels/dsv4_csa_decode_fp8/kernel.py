@@ -57,6 +57,11 @@ WARP_SPEC = 0  # 1: the entry loop as tl.range(warp_specialize=True), Triton's a
 # warpsmith: tune NUM_STAGES in [1, 2, 3]
 # warpsmith: tune WAVES in [1, 2, 4]
 # warpsmith: require BLOCK_H * 512 // (32 * NUM_WARPS) <= 128
+# The split heuristics and the combine's launch, near their values (undeclared, the tuner's ladder
+# would try 32-512 keys a split and a 1- to 16-warp combine):
+# warpsmith: tune MIN_SPLIT_KEYS in [64, 128, 256]
+# warpsmith: tune COMBINE_SPLITS in [16, 32]
+# warpsmith: tune num_warps in [2, 4, 8]
 # DeepSeek V4 / FlashMLA MODEL1 constants, not tunables (tuples: the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
 D_NOPE, TILE, ROW_BYTES, CACHE_BLOCK = 448, 64, 576, 64

@@ -45,16 +45,22 @@ MIN_SPLIT_KEYS = 128  # automatic splits: no split shorter than this many keys
 COMBINE_SPLITS = 16  # splits the combine merges per step (loads in flight together)
 WARP_SPEC = 0  # 1: the key loop as tl.range(warp_specialize=True), Triton's automatic warp specialisation
 # (Triton 3.9 on sm_90a compiles the same kernel with or without it; kept for newer Tritons and Blackwell)
-# The tuner's space (docs/tuner.md), bounded by what the H200 and ptxas showed (BLOCK_N 64 spills 60-320 B, 16 warps were slower) and by
-# registers: the fp32 accumulator, BLOCK_H x 512 over the threads, at most half of a thread's 255.
+# The tuner's space (docs/tuner.md), bounded by what the H200 and ptxas showed (BLOCK_N 64 spills
+# 60-320 B: left out; 16 warps were slower) and by registers: the fp32 accumulator, BLOCK_H x 512
+# over the threads, at most half of a thread's 255.
 # Shared memory is not declared: the wrapper compiles first and fits the stages and tile to the GPU
 # it runs on (_candidates; a proposal it had to shrink is the smaller configuration's time).
 # warpsmith: tune BLOCK_H in [32, 64]
-# warpsmith: tune BLOCK_N in [16, 32, 64]
+# warpsmith: tune BLOCK_N in [16, 32]
 # warpsmith: tune NUM_WARPS in [4, 8]
 # warpsmith: tune NUM_STAGES in [2, 3, 4]
 # warpsmith: tune WAVES in [1, 2, 4]
 # warpsmith: require BLOCK_H * 512 // (32 * NUM_WARPS) <= 128
+# The split heuristics and the combine's launch, near their values (undeclared, the tuner's ladder
+# would try 32-512 keys a split and a 1- to 16-warp combine):
+# warpsmith: tune MIN_SPLIT_KEYS in [64, 128, 256]
+# warpsmith: tune COMBINE_SPLITS in [16, 32]
+# warpsmith: tune num_warps in [2, 4, 8]
 # DeepSeek V4 constants, not tunables (a tuple, so the offline tuner leaves them alone).
 D, ROPE, WINDOW = 512, 64, 128
 SCALE = D ** -0.5

@@ -50,6 +50,8 @@ import triton.language as tl
 # warpsmith: tune WAVES in [1, 2, 4]
 # Pipelined key tiles (bf16 rows) and q, the QK^T dot's operand, live in shared memory.
 # warpsmith: require NUM_STAGES * BLOCK_N * 1024 + BLOCK_H * 1024 <= smem_per_block
+# The [BLOCK_H, 512 / VSPLIT] fp32 accumulator: at most half of a thread's 255 registers.
+# warpsmith: require BLOCK_H * (512 // VSPLIT) // (32 * NUM_WARPS) <= 128
 # Defaults: two programs an SM, as FlashMLA's two warpgroups. bench/sm90_report.py (sm_90a, Triton
 # 3.9, no GPU): this point compiles to 250 registers a thread, no spills, 96 KiB of shared memory
 # (q's 64 KiB + 2 stages x 16 keys), cp.async-pipelined key chunks: two programs fit an SM's

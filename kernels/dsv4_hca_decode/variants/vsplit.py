@@ -30,6 +30,8 @@ import triton.language as tl
 # warpsmith: tune WAVES in [1, 2, 4]
 # Pipelined key tiles (bf16 rows) and q, the QK^T dot's operand, live in shared memory.
 # warpsmith: require NUM_STAGES * BLOCK_N * 1024 + BLOCK_H * 1024 <= smem_per_block
+# The [BLOCK_H, 512 / VSPLIT] fp32 accumulator: at most half of a thread's 255 registers.
+# warpsmith: require BLOCK_H * (512 // VSPLIT) // (32 * NUM_WARPS) <= 128
 # Defaults: those of dsv4_csa_decode's variants/vsplit.py (two programs an SM; see the note above its defaults).
 VSPLIT = 2
 BLOCK_H = 64  # heads per program: one wgmma M tile (one warpgroup's)
