@@ -116,20 +116,12 @@ def main(argv=None) -> int:
 
 
 def load_best(specs: list[str]) -> dict:
-    """--kernel TASK=FILE, repeated: {task: (file, entry function)}; what is wrong, named."""
-    best = {}
-    for spec in specs:
-        name, _, path = spec.partition("=")
-        if name not in TASKS:
-            raise ValueError(f"--kernel {spec}: TASK must be one of {', '.join(TASKS)}")
-        if not Path(path).is_file():
-            raise ValueError(f"--kernel {spec}: {path}: no such file")
-        entry = load_task(name, check_null=False).entry
-        fn = getattr(load_module(Path(path), f"bench_best_{name}"), entry, None)
-        if not callable(fn):
-            raise ValueError(f"--kernel {spec}: {path} defines no function {entry}()")
-        best[name] = (path, fn)
-    return best
+    """--kernel TASK=FILE, repeated: {task: (file, entry function)}; what is wrong, named (the decode
+    step's reader of the same option, over this bench's tasks: every DSV4 entry is named as its task)."""
+    step = load_module(Path(__file__).resolve().parent.parent / "kernels" / "dsv4_decode_step" / "e2e.py",
+                       "bench_dsv4_step")
+    fns = step.load_winners(specs, TASKS)
+    return {name: (path, fns[name]) for name, _, path in (s.partition("=") for s in specs)}
 
 
 def measure(name, task, ref, kmod, kfn, compiled, shape, bw, rep_ms, device="cuda", timer=None, best=None) -> dict:

@@ -224,14 +224,15 @@ def capture(stepper: DecodeStep, warmup: int = 2) -> "torch.cuda.CUDAGraph":
     return graph
 
 
-def load_winners(specs: list[str]) -> dict:
+def load_winners(specs: list[str], tasks: tuple[str, ...] | list[str] = TASKS) -> dict:
     """--kernel TASK=FILE, repeated: each task's kept kernel (a candidate file or an exported
-    dispatcher defining the task's entry) stacked into the step; the other tasks use kernel.py."""
+    dispatcher defining the task's entry, named as the task) stacked into the step; the other tasks
+    use kernel.py. bench/dsv4.py reads its --kernel with this too, over its own `tasks`."""
     out = {}
     for spec in specs:
         task, _, path = spec.partition("=")
-        if task not in TASKS:
-            raise ValueError(f"--kernel {spec}: TASK must be one of {', '.join(TASKS)}")
+        if task not in tasks:
+            raise ValueError(f"--kernel {spec}: TASK must be one of {', '.join(tasks)}")
         if not Path(path).is_file():
             raise ValueError(f"--kernel {spec}: {path}: no such file")
         mod = _load(Path(path), f"e2e_winner_{task}")
