@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.evaluate import timing_stage  # noqa: E402
 from harness.evaluate import verdict as vd  # noqa: E402
 from harness.evaluate.correctness import input_bytes, n_buffers  # noqa: E402
 from harness.evaluate.process import _Run  # noqa: E402
@@ -107,12 +108,10 @@ def decide(task, run: _Run, shape) -> Decision:
     """The evaluator's decision on one timed shape (runner.timed_verdict: its summary, recommendation
     and keep policy, not a copy of them), and whether it would re-measure first (timing_stage.to_remeasure:
     a would-be keep, before the keep policy, or a big win). Rejections stay in run.reasons."""
-    from harness.evaluate.timing_stage import to_remeasure
-
     v = timed_verdict(run, task, [shape])
     e = run.shapes[0]
     return Decision((v["recommendation"] or {}).get("action") == "keep", e.get("speedup") or float("nan"),
-                    v.get("noise_band_pct") or float("nan"), e, bool(to_remeasure(v, run.shapes, [shape])))
+                    v.get("noise_band_pct") or float("nan"), e, bool(timing_stage.to_remeasure(v, run.shapes, [shape])))
 
 
 def confirmed(first: Decision, measure_again) -> Decision:
@@ -189,8 +188,6 @@ def run_gpu(args: argparse.Namespace) -> dict:
                             derive_seed(secret, *tag))
             # The evaluator's own path: timing_stage.time_shape measures and judges (every rejection
             # rule), runner.timed_verdict decides.
-            from harness.evaluate import timing_stage
-
             run = _Run(task, task.baseline_path)
             run.shapes.append({"name": aa_shape.name})
             m = timing_stage.time_shape(run, run.shapes[0], {"incumbent": inc_child, "candidate": child}, task,
