@@ -297,29 +297,43 @@ class Child:
             use_graph = bool(req.get("graph") and self.on_gpu)
             kept = self.batch_graph[1] if (use_graph and self.batch_graph is not None) else \
                 (self.batch_kept if not use_graph else None)
+            # Seconds of each part, for the trace (harness/evaluate/trace.py): where a prep's time goes.
+            parts: dict[str, float] = {}
+            t0 = time.monotonic()
             if kept is not None and kept["key"] == key and self._refill(kept["bufs"], dims, seeds):
                 bufs = kept["bufs"]
+                self.sync()
+                parts["refill"] = time.monotonic() - t0
             else:
                 self.batch_graph = self.batch_kept = None  # (their memory back before the new inputs)
                 bufs = [self.inputs(dims, s) for s in seeds]
+                self.sync()
+                parts["make"] = time.monotonic() - t0
+                t0 = time.monotonic()
                 for _ in range(int(req.get("warmup", 0))):
                     fn(*bufs[0])
                 self.sync()
+                parts["warmup"] = time.monotonic() - t0
+                t0 = time.monotonic()
                 if use_graph:
                     self.batch_graph = self._capture(fn, bufs, key)
                 else:
                     self.batch_kept = {"key": key, "bufs": bufs}
+                parts["capture"] = time.monotonic() - t0
             if self.on_gpu:
                 # The GPU busy until the batch: idle through the prep's host work, the H200 drops its
                 # SM clock (345 MHz idle against 1980), and a batch would start on the ramp. A
                 # candidate that skips this in its own process only slows its own batches.
+                t0 = time.monotonic()
                 self.torch.cuda._sleep(2_000_000)
                 self.sync()
+                parts["sleep"] = time.monotonic() - t0
         except BaseException as e:  # noqa: BLE001
             self.batch_graph = self.batch_kept = None
             return error_reply("crashed", e), []
         self.batch_bufs = (role, bufs)
-        return {"ok": True, "graph": self.batch_graph is not None}, []
+        return {"ok": True, "graph": self.batch_graph is not None,
+                "parts": {k: round(v, 4) for k, v in parts.items()}}, []
 
     def _refill(self, bufs: list, dims: dict, seeds: list[int]) -> bool:
         """The inputs of `seeds` in the kept input buffers (a captured graph's, or an eager batch's).

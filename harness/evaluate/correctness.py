@@ -18,6 +18,7 @@ import math
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness.evaluate import trace
 from harness.evaluate.channel import SAMPLE_MIN, rows_to_check
 from harness.evaluate.process import derive_seed
 from harness.evaluate.verdict import median
@@ -44,6 +45,11 @@ def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool
     A task's custom `compare` gets CPU tensors, as it was written for; so does everything when the
     GPU reference runs out of memory.
     """
+    with trace.span("make", shape=shape.name):
+        return _make_here(ref_mod, task, shape, seed, on_gpu)
+
+
+def _make_here(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool) -> tuple[list, Any]:
     import torch  # (start-up: the note above the imports)
 
     dt = getattr(torch, task.dtypes[0])
@@ -233,7 +239,8 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
             fails.append("output is not a plain tensor")
             return None
         out = _as_out(outs, reply["n_out"])
-        err = compare(task, ref_mod, out, exp, tuple(xs), dtype)
+        with trace.span("compare", shape=shape.name):
+            err = compare(task, ref_mod, out, exp, tuple(xs), dtype)
         if err:
             run.reject("correctness", "incorrect", f"{tag}{what}: {err}")
             fails.append(err)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.evaluate.channel import ChannelError, Endpoint, Forged, widen_pipe
+from harness.evaluate import trace
 from harness.evaluate.sandbox import REPO_ROOT, descendants, disabled_by_user, sweep, wrap
 from harness.tasks import Task
 
@@ -292,10 +293,13 @@ class ChildProcess:
         # None: the caller built EvalOptions without a task-derived limit (benches); the GPU default.
         self.deadline = time.monotonic() + (timeout if timeout is not None else 120.0)
         try:
-            if req is not None:
-                self.ep.send(req)
-            t0 = time.monotonic()
-            reply, tensors = self.ep.recv()
+            with trace.span("request", op=(req or {}).get("op", "setup"), role=(req or {}).get("role"),
+                            dims=(req or {}).get("dims")) as tr:
+                if req is not None:
+                    self.ep.send(req)
+                t0 = time.monotonic()
+                reply, tensors = self.ep.recv()
+                tr.update(child_s=reply.get("child_s"), parts=reply.get("parts"))
             # Seconds the child spent on the op vs the whole round trip (the rest is the channel).
             self.busy_s += float(reply.get("child_s") or 0.0)
             self.round_trip_s += time.monotonic() - t0

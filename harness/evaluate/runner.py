@@ -14,7 +14,7 @@ from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.evaluate import prewarm, sandbox
+from harness.evaluate import prewarm, sandbox, trace
 from harness.evaluate import verdict as vd
 from harness.evaluate.process import ChildFailed, EvalOptions, _Run
 # Re-exported: callers (benches, e2e, profile, tests) have imported these from here.
@@ -231,6 +231,7 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
 
     ref_mod = task.load_reference()
     run.stage = "import"
+    trace.phase("spawn")
     child = prewarm.take(task, on_gpu, opts)
     timing_ok = on_gpu and opts.time
     # Wall seconds per phase in the verdict: where an evaluation's time goes, on any machine.
@@ -240,7 +241,8 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
     busy: dict[str, float] = v.setdefault("child_busy_s", {})
     last = [time.monotonic(), 0.0]
 
-    def mark(name: str) -> None:
+    def mark(name: str, then: str) -> None:
+        trace.phase(then)
         now = time.monotonic()
         phases[name] = round(phases.get(name, 0.0) + now - last[0], 3)
         busy[name] = round(busy.get(name, 0.0) + child.busy_s - last[1], 3)
@@ -257,11 +259,11 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
             run.output = child.output()
             run.reject("import", "setup-failed", f"{hello.get('error')}\n{hello.get('traceback', '')}".strip())
             return False
-        mark("spawn")
+        mark("spawn", "device")
         v["child_startup_s"] = hello.get("startup_s")
         v["child_start"] = prewarm.describe(child, hello)
         dev, _ = child.request({"op": "device"}, opts.import_timeout_s)
-        mark("device")
+        mark("device", "import")
         v["device"] = dev.get("name", v["device"])
         v["device_info"] = {k: dev[k] for k in dev if k != "ok"}
         # The incumbent is never imported here: the timing stage runs it in a child of its own,
@@ -280,20 +282,20 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
                                                    "on: " + ", ".join(r["patched"][:8]))
         for o in r.get("observed", []):  # guards that watched the import (no-introspection, no-threads)
             run.reject("guard", o["rule"], "[import] " + o["message"])
-        mark("import")
+        mark("import", "correctness")
         ok = correctness.check_all(run, child, task, ref_mod, shapes, on_gpu, opts, secret)
-        mark("correctness")
+        mark("correctness", "heldout")
         if ok and opts.heldout:
             from harness.evaluate import heldout  # (start-up: the note above the functions)
 
             ok = heldout.check(run, v, child, task, ref_mod, shapes, on_gpu, opts, secret) and not run.reasons
-            mark("heldout")
+            mark("heldout", "timing")
         if ok and timing_ok and not run.reasons:
             from harness.evaluate import timing_stage  # (start-up: the note above the functions)
 
             timed = timing_stage.run_timing(run, v, child, task, ref_mod, shapes, dev, baseline, opts, secret,
                                             candidate, incumbent)
-            mark("timing")
+            mark("timing", "end")
             return timed
         return False
     except ChildFailed as e:
