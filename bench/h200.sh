@@ -59,6 +59,9 @@
 #              batch for softmax 4k x 4k, the csa decodes (bf16, fp8: read entries only), hca decode and indexer
 #              top-k at flash 64k x64 and compress at csa kv d512 x128, and that the refill agrees with
 #              make_inputs (bench/prep_cost.py, < 2 min; $PREP_TASKS=a,b for some)
+#   trace      issue 35: where an evaluation's seconds go, step by step, even one that never ends (bench/eval_trace.py):
+#              for each "TASK|SHAPES|LIMIT" of $TRACE_RUNS (';'-separated; SHAPES empty: all), the baseline against
+#              itself, cut at LIMIT s, with one input refill profiled (torch.profiler) for the DSV4 tasks
 #   busy       (several GPUs) one GPU's timings alone vs with every other GPU loaded (bench/busy_neighbours.py)
 #   cute       issue 23: installs CuTe DSL from the carried .whl-cute + .whl-cute2 (bench/device_wheels.sh cute:
 #              two calls), then bench/cute_variants.py: the baseline's launch plans timed side by side (< 150 s;
@@ -302,6 +305,16 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
           --time-limit "$tl" --json "$OUT/throughput18_$TP_TASK.json" 2>&1 | tee "$OUT/throughput18_$TP_TASK.txt" | tail -24 ;;
     prep) L=$(limit 150) || { echo "== skip $s"; continue; }
       timeout "$L" python3 "$REPO/bench/prep_cost.py" ${PREP_TASKS:+--tasks "$PREP_TASKS"} 2>&1 | tee "$OUT/prep_cost.txt" | tail -10 ;;
+    trace)
+      IFS=';' read -ra runs <<< "${TRACE_RUNS:-dsv4_csa_decode||150;softmax||45}"
+      for r in "${runs[@]}"; do
+        IFS='|' read -r t shp lim <<< "$r"
+        L=$(limit "${lim:-120}") || { echo "== skip trace $r"; continue; }
+        fp=""; case $t in dsv4_*) fp="--fill-profile" ;; esac
+        tag=$(echo "$t ${shp:-all}" | tr -c 'a-zA-Z0-9_\n' '_')
+        (cd "$WS" && timeout $(( L + 20 )) python3 "$REPO/bench/eval_trace.py" "$t" ${shp:+--shapes "$shp"} --limit "$L" $fp \
+            --json "$OUT/trace_$tag.json") 2>&1 | tee "$OUT/trace_$tag.txt" | grep -v '^\s*$' | tail -45
+      done ;;
     busy) L=$(limit 300) || { echo "== skip $s"; continue; }  # several GPUs only
       timeout "$L" python3 "$REPO/bench/busy_neighbours.py" softmax --repeats "${BUSY_REPEATS:-3}" \
           --json "$OUT/busy.json" 2>&1 | tee "$OUT/busy.txt" ;;
