@@ -305,7 +305,7 @@ class Child:
                 self.sync()
                 parts["refill"] = time.monotonic() - t0
             else:
-                self.batch_graph = self.batch_kept = None  # (their memory back before the new inputs)
+                self._release_batch()  # (their memory back before the new inputs)
                 bufs = [self.inputs(dims, s) for s in seeds]
                 self.sync()
                 parts["make"] = time.monotonic() - t0
@@ -329,11 +329,30 @@ class Child:
                 self.sync()
                 parts["sleep"] = time.monotonic() - t0
         except BaseException as e:  # noqa: BLE001
-            self.batch_graph = self.batch_kept = None
-            return error_reply("crashed", e), []
+            reply = error_reply("crashed", e)  # (before the release: its traceback is this exception's)
+            self._release_batch()
+            return reply, []
         self.batch_bufs = (role, bufs)
         return {"ok": True, "graph": self.batch_graph is not None,
                 "parts": {k: round(v, 4) for k, v in parts.items()}}, []
+
+    def _release_batch(self) -> None:
+        """Drop the kept batch (its graph, inputs and outputs) and hand the memory back to the driver:
+        the allocator's cache of one shape's batch (GiBs for a DeepSeek V4 cache) is not the block sizes
+        the next shape asks for, and kept cached across shapes a child reached 73 GiB on the H200 and
+        ran out of memory beside the other child."""
+        had = self.batch_graph is not None or self.batch_kept is not None or self.batch_bufs is not None
+        self.batch_graph = self.batch_kept = None
+        self.batch_bufs = None
+        self.batch_outs = None
+        if had and self.on_gpu:
+            self.torch.cuda.empty_cache()
+
+    def op_release(self, req: dict) -> tuple[dict, list]:
+        """Free the kept batch between evaluations (a long-lived incumbent child: timing_stage)."""
+        self.previous_outputs = []
+        self._release_batch()
+        return {"ok": True}, []
 
     def _refill(self, bufs: list, dims: dict, seeds: list[int]) -> bool:
         """The inputs of `seeds` in the kept input buffers (a captured graph's, or an eager batch's).
@@ -568,7 +587,7 @@ def main(argv: list[str]) -> int:
                                                                       for k, v in startup.items()}})
     ops = {"import": child.op_import, "call": child.op_call, "time": child.op_time, "device": child.op_device,
            "prep": child.op_prep, "batch": child.op_batch, "fetch": child.op_fetch,
-           "mem": child.op_mem}
+           "mem": child.op_mem, "release": child.op_release}
     while True:
         req, _ = Endpoint.recv(ep)  # (through the class, like send)
         op = req.get("op")

@@ -54,6 +54,9 @@ MAX_BATCH_BYTES = 16 * 2**30  # one fresh input set per call (no call sees anoth
                               # input per batch, and at most a quarter of the GPU's free memory
 MAX_CALLS = 1000
 ALONE_BATCHES = 8             # incumbent batches before any candidate batch (the "alone" figure)
+RESIZE_AFTER = 2              # of those, the first ones size the batch again from their GPU time (_alone)
+RESIZE_MIN_RATIO = 1.5        # resized only where that asks for this many times the calls
+OOM_HALVINGS = 3              # a batch that runs out of GPU memory is halved at most this often
 CHECK_RATE = 0.25             # share of batches whose output comes back for the parent to check
 DISAGREE_PCT = 10.0           # child's figure vs the parent's, beyond this (+ DISAGREE_US): rejected
 DISAGREE_US = 60.0
@@ -90,7 +93,7 @@ def calls_per_batch(one_call_us: float, in_bytes: int, max_bytes: int | None = N
 def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleType, shape: "Shape",
             opts: "EvalOptions", seed_of: Callable[..., int], check_output: Callable[[list, int, int], str | None],
             in_bytes: int, samples: int | None = None, warmup: int | None = None,
-            mem_free_bytes: int | None = None, sample_rows: bool = False) -> dict:
+            mem_free_bytes: int | None = None, sample_rows: bool = False, alone_batches: int | None = None) -> dict:
     """Parent-clock samples for both roles on one shape. check_output(tensors, n_out, seed) -> error
     or None compares one returned output with the reference of the inputs made from `seed`. With
     sample_rows, large outputs come back as rows drawn after the batch (channel.rows_to_check) and
@@ -113,7 +116,8 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         parts[part] = parts.get(part, 0.0) + time.perf_counter() - t0
 
     def run_batch(role: str, n: int, check: bool) -> dict | None:
-        """Prepare, time (the other child frozen), fetch and check one batch. None if it crashed."""
+        """Prepare, time (the other child frozen), fetch and check one batch. None if it crashed;
+        _OutOfMemory where the prep (the batch's input sets, its capture) ran out of GPU memory."""
         k = batch_no[0]
         batch_no[0] += 1
         # The calls' seeds drawn from one secret-derived seed a batch (a hash per call was ~0.5 ms a batch
@@ -125,11 +129,13 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         t0 = time.perf_counter()
         r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
                            "warmup": 0 if role in warmed else warmup, "graph": graph}, to)  # (compiles, autotunes)
-        warmed.add(role)
         spent("prep", t0)
         if not r.get("ok"):
+            if r.get("detail") == "oom" and n > 1:
+                raise _OutOfMemory(role, str(r.get("error")))
             res[role]["errors"].append(r.get("error"))
             return None
+        warmed.add(role)
         t0 = time.perf_counter()
         frozen = freeze(other, True) if other is not ch else []
         try:
@@ -198,13 +204,69 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     # Each call's output is kept to the end of its batch (any may be checked): its bytes count with the
     # inputs', as the incumbent's child reported them for one call (that child never held the candidate).
     out_bytes = max([s["out_bytes"] for s in got] or [in_bytes])
-    n = calls_per_batch(one, in_bytes + out_bytes, mem_free_bytes // 4 if mem_free_bytes else None)
+    cap = mem_free_bytes // 4 if mem_free_bytes else None
+    n = calls_per_batch(one, in_bytes + out_bytes, cap)
+    notes: list[str] = []
     alone, alone_child = [], []
-    for _ in range(ALONE_BATCHES):
+    for attempt in range(OOM_HALVINGS + 1):
+        try:
+            n, alone, alone_child = _alone(run_batch, n, overhead, alone_batches or ALONE_BATCHES, graph,
+                                           lambda one_us: calls_per_batch(one_us, in_bytes + out_bytes, cap), notes)
+            _rounds(run_batch, res, rng, roles, n, samples, overhead)
+            break
+        except _OutOfMemory as e:
+            # The batch's n input sets (the harness's choice) did not fit beside what the two children and
+            # this process hold: the harness's own doing, so it halves the batch and starts the shape over
+            # rather than report the candidate's crash. What still fails at one call is the kernel's.
+            for d in res.values():
+                for k in ("wall_us", "child_us", "net_us", "per_call_us"):
+                    d[k].clear()
+            if attempt == OOM_HALVINGS:
+                res[e.role]["errors"].append(f"out of GPU memory even at {n} call(s) a batch: {e.error}")
+                break
+            notes.append(f"the {e.role}'s batch of {n} calls ran out of GPU memory; halved to {max(1, n // 2)}")
+            n = max(1, n // 2)
+    return {"roles": res, "n": n, "graph": graph, "overhead_us": overhead, "overhead_by_role_us": over,
+            "parts_s": parts, "notes": notes,
+            "incumbent_alone_us": vd.median(alone) if alone else None,
+            "incumbent_alone_child_us": vd.median(alone_child) if alone_child else None}
+
+
+class _OutOfMemory(Exception):
+    def __init__(self, role: str, error: str):
+        self.role, self.error = role, error
+        super().__init__(f"{role}: {error}")
+
+
+def _alone(run_batch: Callable, n: int, overhead: float, batches: int, graph: bool,
+           size_for: Callable[[float], int], notes: list[str]) -> tuple[int, list[float], list[float]]:
+    """The incumbent's batches before any candidate batch: its 'alone' figure, per call. The first
+    RESIZE_AFTER batches also size the batch again where they were graph replays: a single eager
+    call's events hold its launch (a 4 us kernel read ~45 us, so its batches held a tenth of the target
+    time and their spread was 24-38%); a replay's events are the calls' GPU time alone."""
+    alone, alone_child = [], []
+    first = []
+    for i in range(batches + RESIZE_AFTER):
         s = run_batch("incumbent", n, False)
+        if i < RESIZE_AFTER:
+            if s and s["child"] > 0:
+                first.append(s["child"] / n)
+            if i == RESIZE_AFTER - 1 and graph and first:
+                again = size_for(vd.median(first))
+                if again > n * RESIZE_MIN_RATIO:
+                    notes.append(f"batch resized from {n} to {again} calls by the graph replays' GPU time")
+                    n = again
+            continue
         if s:
             alone.append(max(s["wall"] - overhead, 0.0) / n)
             alone_child.append(s["child"] / n)
+    return n, alone, alone_child
+
+
+def _rounds(run_batch: Callable, res: dict, rng: random.Random, roles: tuple, n: int, samples: int,
+            overhead: float) -> None:
+    """Incumbent and candidate batches in a random order each round; stops at a crash (the verdict
+    rejects it either way: the rounds left would only repeat it)."""
     for i in range(samples):
         order = list(roles)
         rng.shuffle(order)
@@ -212,17 +274,13 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             check = i in (0, samples - 1) or rng.random() < CHECK_RATE
             s = run_batch(role, n, check)
             if s is None:
-                continue
+                return
             net = max(s["wall"] - overhead, 0.0)
             d = res[role]
             d["wall_us"].append(s["wall"])
             d["net_us"].append(net)
             d["child_us"].append(s["child"])
             d["per_call_us"].append(net / n)
-    return {"roles": res, "n": n, "graph": graph, "overhead_us": overhead, "overhead_by_role_us": over,
-            "parts_s": parts,
-            "incumbent_alone_us": vd.median(alone) if alone else None,
-            "incumbent_alone_child_us": vd.median(alone_child) if alone_child else None}
 
 
 def roofline_and_floor(run: "_Run", entry: dict, tag: str, c_med: float, floor: tuple[float | None, str],

@@ -15,7 +15,12 @@ counts; otherwise only the shapes above BIG_WIN are (to_remeasure).
 """
 from __future__ import annotations
 
+import atexit
+import hashlib
+import threading
 import time
+from dataclasses import replace
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
     from harness.evaluate.process import EvalOptions, _Run
 
 FLOOR_BW_MARGIN = 1.10      # nothing moves bytes faster than 1.1x the measured device copy rate
+SCREEN_ALONE_BATCHES = 5    # the incumbent's batches alone before a screen's rounds (8 before a full measurement)
 SLOWED_MIN_PCT = 10.0       # incumbent-slowed fires above max(this, 3x the noise band)
 
 
@@ -125,9 +131,12 @@ def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod:
     correctness stage against an incumbent child the candidate never shared. False when there
     was no timing (the incumbent itself is broken: not the candidate's fault, said in a note)."""
 
+    screen = opts.screen_samples if opts.screen_samples and opts.screen_samples < opts.samples else None
+    first = replace(opts, samples=screen) if screen else opts
     try:
-        _time_shapes(run, child, task, ref_mod, shapes, dev, opts, incumbent,
-                     lambda s: (lambda *p: derive_seed(secret, s.name, "t", *p)))
+        _time_shapes(run, child, task, ref_mod, shapes, dev, first, incumbent,
+                     lambda s: (lambda *p: derive_seed(secret, s.name, "t", *p)), reuse_incumbent=True,
+                     screen=bool(screen))
     except IncumbentBroken as e:
         run.notes.append(f"incumbent {incumbent} failed to import ({e}); timing skipped")
         return False
@@ -136,8 +145,16 @@ def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod:
         return True
     _summarise(v, run, shapes)
     v["timing_clock"] = "parent"
-    again = to_remeasure(v, run.shapes, shapes)
-    if again and opts.remeasure_big_wins and not run.reasons:
+    v["timing_samples"] = first.samples
+    if screen:
+        v["screened"] = True
+        if not promising(v, run.shapes):
+            run.notes.append(f"screened with {screen} samples a side: {v.get('geomean_speedup')}x "
+                             f"(±{v.get('noise_band_pct')}%) shows no win worth a full measurement; not measured "
+                             f"further")
+            return True
+    again = to_remeasure(v, run.shapes, shapes, screened=bool(screen))
+    if again and (opts.remeasure_big_wins or screen) and not run.reasons:
         _remeasure(run, v, task, ref_mod, shapes, again, dev, opts, secret, candidate, incumbent)
         rest = to_remeasure(v, run.shapes, shapes)  # non-empty when a partial re-measure made a would-be keep
         if rest and not run.reasons:
@@ -150,14 +167,27 @@ def would_keep(v: dict) -> bool:
         and (v["geomean_speedup"] - 1) * 100 > v["noise_band_pct"]
 
 
-def to_remeasure(v: dict, entries: list[dict], shapes: list[Shape]) -> list[Shape]:
+def promising(v: dict, entries: list[dict]) -> bool:
+    """After a screen (EvalOptions.screen_samples): worth the full measurement that decides. A geomean
+    gain beyond half its band (a would-be keep, and the smaller wins a screen's wider band would hide),
+    or any shape faster beyond its own band (a per-bucket keep goes by those). An A/A pair passes about
+    one time in ten; a loser or a tie of a search rarely does."""
+    g, band = v.get("geomean_speedup"), v.get("noise_band_pct")
+    if g is not None and band is not None and (g - 1) * 100 > band / 2:
+        return True
+    return any(isinstance(e.get("speedup"), (int, float)) and isinstance(e.get("noise_pct"), (int, float))
+               and (e["speedup"] - 1) * 100 > e["noise_pct"] for e in entries)
+
+
+def to_remeasure(v: dict, entries: list[dict], shapes: list[Shape], screened: bool = False) -> list[Shape]:
     """The shapes to measure again in fresh processes before the figures count. Every would-be keep is
     confirmed whole by a second, independent measurement (one run's band is a 99% interval: one
     candidate in a few hundred that is no faster would otherwise be kept); a geomean above BIG_WIN
     likewise. Otherwise only the shapes above BIG_WIN, whose figures a per-bucket keep would go by:
     the H200's tuner runs spent half their timing re-measuring all four shapes of candidates 0.8x
     overall that were 2x on one. Shapes re-measured already (`remeasured`) are not asked again."""
-    if would_keep(v) or (v.get("geomean_speedup") or 0) > vd.BIG_WIN:
+    if screened or would_keep(v) or (v.get("geomean_speedup") or 0) > vd.BIG_WIN:
+        # (a screened candidate gets here only when promising: the full measurement decides, every shape)
         pick = {s.name for s in shapes}
     else:
         pick = {e["name"] for e in entries if (e.get("speedup") or 0) > vd.BIG_WIN}
@@ -182,13 +212,31 @@ def _output_checker(task: Task, ref_mod: ModuleType, shape: Shape) -> Any:
 
 
 def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: ModuleType, shapes: list[Shape],
-                 dev: dict, opts: "EvalOptions", incumbent: Any, seeds_for: Any) -> None:
+                 dev: dict, opts: "EvalOptions", incumbent: Any, seeds_for: Any, reuse_incumbent: bool = False,
+                 screen: bool = False) -> None:
     import torch  # torch on first use, as in correctness (tests import this module)
 
     if torch.cuda.is_available():
         # This process's own allocator cache (the correctness stage's references) is memory the
         # batches may use: they are sized from the free memory the incumbent's child reports.
         torch.cuda.empty_cache()
+    inc_child = INCUMBENTS.take(task, Path(incumbent), opts) if reuse_incumbent else _incumbent_child(task, incumbent, opts)
+    ok = False
+    try:
+        by_name = {e["name"]: e for e in run.shapes}
+        for shape in shapes:
+            time_shape(run, by_name[shape.name], {"incumbent": inc_child, "candidate": cand_child}, task, ref_mod,
+                       shape, dev, opts, seeds_for(shape), alone_batches=SCREEN_ALONE_BATCHES if screen else None)
+        ok = True
+    finally:
+        if reuse_incumbent:
+            INCUMBENTS.give_back(inc_child, healthy=ok and not _incumbent_failed(run))
+        else:
+            inc_child.close()
+
+
+def _incumbent_child(task: Task, incumbent: Any, opts: "EvalOptions") -> "ChildProcess":
+    """A child with the incumbent imported: it never holds candidate code."""
     # opts.on_gpu is resolved (True) on a GPU by now; False only where a test drives this in the interpreter.
     inc_child = prewarm.take(task, bool(opts.on_gpu), opts)
     try:
@@ -199,16 +247,94 @@ def _time_shapes(run: "_Run", cand_child: "ChildProcess", task: Task, ref_mod: M
                                  opts.import_timeout_s)
         if not r.get("ok"):
             raise IncumbentBroken(r.get("error"))
-        by_name = {e["name"]: e for e in run.shapes}
-        for shape in shapes:
-            time_shape(run, by_name[shape.name], {"incumbent": inc_child, "candidate": cand_child}, task, ref_mod,
-                       shape, dev, opts, seeds_for(shape))
-    finally:
+    except BaseException:
         inc_child.close()
+        raise
+    return inc_child
+
+
+def _incumbent_failed(run: "_Run") -> bool:
+    """A timing rejection that names the incumbent: its child is not reused (a crash may leave it broken)."""
+    return any("incumbent" in r["message"] and r["rule"] in ("crashed", "timed-outputs-correct", "timer-disagrees")
+               for r in run.reasons)
+
+
+class IncumbentChildren:
+    """The incumbent's child kept from one evaluation to the next while the incumbent is the same file
+    (issue 35): a search judges many candidates against one incumbent, and each evaluation spent its
+    start, import and compile again (on the H200 ~1.5 s of softmax's, 3-8 s of a DeepSeek V4 task's,
+    with the capture of its first batch of each shape). What keeps this honest:
+    - the child only ever holds the incumbent (issue 17: one candidate per process); the key is the
+      incumbent's bytes, task and environment, so a keep (a new incumbent) starts a new child;
+    - its figures are measured anew in every evaluation, interleaved with the candidate's as before
+      (the incumbent's figures are never reused), and its batch's memory is handed back between
+      evaluations (`release`), so two children never hold a task's big inputs unless they are timing;
+    - the re-measure of a would-be keep runs in two fresh processes, this one not among them;
+    - a child whose evaluation ended in a timing failure naming the incumbent is closed, not reused.
+    One per key, checked out by one evaluation at a time (evaluations may run in threads)."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple, "ChildProcess"] = {}
+        self._keys: dict[int, tuple] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(task: Task, incumbent: Path, opts: "EvalOptions") -> tuple:
+        return (str(task.root), task.name, hashlib.sha256(incumbent.read_bytes()).hexdigest(),
+                prewarm.key(bool(opts.on_gpu), opts), opts.run_timeout_s)
+
+    def take(self, task: Task, incumbent: Path, opts: "EvalOptions") -> "ChildProcess":
+        key = self._key(task, incumbent, opts)
+        with self._lock:
+            child = self._idle.pop(key, None)
+            stale = [k for k in self._idle if k[:2] == key[:2]]  # the same task's former incumbents
+            old = [self._idle.pop(k) for k in stale]
+        for c in old:
+            c.close()
+        if child is not None and child.proc.poll() is not None:
+            child.close()
+            child = None
+        if child is None:
+            child = _incumbent_child(task, incumbent, opts)
+            child.reused = 0
+        else:
+            child.reused = getattr(child, "reused", 0) + 1
+        with self._lock:
+            self._keys[id(child)] = key
+        return child
+
+    def give_back(self, child: "ChildProcess", healthy: bool) -> None:
+        with self._lock:
+            key = self._keys.pop(id(child), None)
+        if healthy and key is not None and child.proc.poll() is None:
+            try:
+                r, _ = child.request({"op": "release"}, 60)
+                healthy = bool(r.get("ok"))
+            except ChildFailed:
+                healthy = False
+        if healthy and key is not None:
+            with self._lock:
+                spare = self._idle.pop(key, None)
+                self._idle[key] = child
+            if spare is not None:
+                spare.close()
+            return
+        child.close()
+
+    def close(self) -> None:
+        with self._lock:
+            kids = list(self._idle.values())
+            self._idle.clear()
+        for c in kids:
+            c.close()
+
+
+INCUMBENTS = IncumbentChildren()
+atexit.register(INCUMBENTS.close)
 
 
 def time_shape(run: "_Run", entry: dict, children: dict[str, "ChildProcess"], task: Task, ref_mod: ModuleType,
-               shape: Shape, dev: dict, opts: "EvalOptions", seed_of: Any) -> dict:
+               shape: Shape, dev: dict, opts: "EvalOptions", seed_of: Any, alone_batches: int | None = None) -> dict:
     """One shape timed and judged by the parent's clock: `entry` gets the figures, `run` any rejection.
     Public for bench/timing_trust.py, whose A/A must go through exactly this (it keeps its two
     children across trials, where an evaluation starts fresh ones). Returns parent_clock.measure's dict."""
@@ -216,7 +342,10 @@ def time_shape(run: "_Run", entry: dict, children: dict[str, "ChildProcess"], ta
 
     # A task's own compare (e.g. top-k sets) gets whole outputs; elementwise ones a sample of rows.
     m = parent_clock.measure(children, task, ref_mod, shape, opts, seed_of, _output_checker(task, ref_mod, shape),
-                             input_bytes(ref_mod, task, shape), sample_rows=elementwise(ref_mod))
+                             input_bytes(ref_mod, task, shape), sample_rows=elementwise(ref_mod),
+                             alone_batches=alone_batches)
+    for note in m.get("notes", []):
+        run.notes.append(f"[{shape.name}] {note}")
     for part, sec in m["parts_s"].items():
         run.timing_parts_s[part] = round(run.timing_parts_s.get(part, 0.0) + sec, 3)
     dt = getattr(torch, task.dtypes[0])
