@@ -208,10 +208,12 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     n = calls_per_batch(one, in_bytes + out_bytes, cap)
     notes: list[str] = []
     alone, alone_child = [], []
+    ceiling = MAX_CALLS  # lowered to what fitted when a batch ran out of memory
     for attempt in range(OOM_HALVINGS + 1):
         try:
             n, alone, alone_child = _alone(run_batch, n, overhead, alone_batches or ALONE_BATCHES, graph,
-                                           lambda one_us: calls_per_batch(one_us, in_bytes + out_bytes, cap), notes)
+                                           lambda one_us: min(calls_per_batch(one_us, in_bytes + out_bytes, cap),
+                                                              ceiling), notes)
             _rounds(run_batch, res, rng, roles, n, samples, overhead)
             break
         except _OutOfMemory as e:
@@ -225,7 +227,7 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
                 res[e.role]["errors"].append(f"out of GPU memory even at {n} call(s) a batch: {e.error}")
                 break
             notes.append(f"the {e.role}'s batch of {n} calls ran out of GPU memory; halved to {max(1, n // 2)}")
-            n = max(1, n // 2)
+            n = ceiling = max(1, n // 2)
     return {"roles": res, "n": n, "graph": graph, "overhead_us": overhead, "overhead_by_role_us": over,
             "parts_s": parts, "notes": notes,
             "incumbent_alone_us": vd.median(alone) if alone else None,

@@ -1,0 +1,77 @@
+"""How the parent sizes a timed batch (harness/evaluate/parent_clock.py), on scripted children: the
+batch is sized again from the first graph replays' GPU time (a single eager call's events hold its
+launch: a 4 us kernel read ~45 us and its batches held a tenth of the target time), and a prep that
+runs out of GPU memory halves the batch and starts the shape over instead of failing the candidate."""
+from __future__ import annotations
+
+import pytest
+
+from harness.evaluate import parent_clock
+from harness.evaluate.process import EvalOptions
+from harness.tasks import load_task
+
+
+class ScriptedChild:
+    """Answers the parent's timing requests like a child whose kernel takes `gpu_us` a call on the GPU and
+    whose single eager call reads `eager_us` (its launch included); preps above `max_calls` run out of memory."""
+
+    def __init__(self, gpu_us: float, eager_us: float, max_calls: int = 10**9):
+        self.gpu_us, self.eager_us, self.max_calls = gpu_us, eager_us, max_calls
+        self.preps: list[int] = []
+        self.n = 0
+
+    def request(self, req: dict, timeout):
+        op = req["op"]
+        if op == "prep":
+            n = len(req["seeds"])
+            self.preps.append(n)
+            if n > self.max_calls:
+                return {"ok": False, "kind": "crashed", "detail": "oom", "error": "OutOfMemoryError: CUDA out of memory"}, []
+            self.n = n
+            return {"ok": True, "graph": True}, []
+        if op == "batch":
+            n = int(req["n"])
+            if n == 0:
+                return {"ok": True, "n": 0, "event_us": 0.0, "child_us": 0.0, "out_bytes": 0}, []
+            ev = self.eager_us if n == 1 else self.gpu_us * n
+            return {"ok": True, "n": n, "event_us": ev, "child_us": ev, "out_bytes": 1024}, []
+        if op == "mem":
+            return {"ok": True, "free": 80 * 2**30}, []
+        if op == "fetch":
+            return {"ok": True, "n_out": 1, "observed": []}, [object()]
+        raise AssertionError(op)
+
+
+@pytest.fixture(autouse=True)
+def no_processes_to_freeze(monkeypatch):
+    monkeypatch.setattr(parent_clock, "freeze", lambda child, stop, pids=None: [])
+
+
+def measure(children):
+    task = load_task("softmax")
+    opts = EvalOptions(on_gpu=True, run_timeout_s=10, samples=3, warmup=0)
+    return parent_clock.measure(children, task, None, task.shapes[0], opts, lambda *p: hash(p) & 0xFFFF,
+                                lambda tensors, n_out, seed, **kw: None, in_bytes=1024, alone_batches=2)
+
+
+def test_a_tiny_kernels_batch_is_sized_again_from_its_graph_replays():
+    inc, cand = ScriptedChild(gpu_us=4.0, eager_us=45.0), ScriptedChild(gpu_us=4.0, eager_us=45.0)
+    m = measure({"incumbent": inc, "candidate": cand})
+    assert m["n"] == parent_clock.MAX_CALLS  # 4 ms of 4 us calls, capped at MAX_CALLS
+    assert inc.preps[3] == 89  # first sized from the eager single call: 4000 / 45 us
+    assert cand.preps and set(cand.preps) == {m["n"]}  # the candidate only ever sees the final size
+    assert any("resized from 89" in n for n in m["notes"])
+
+
+def test_a_batch_out_of_memory_is_halved_not_a_crash_of_the_candidate():
+    inc, cand = ScriptedChild(gpu_us=100.0, eager_us=100.0), ScriptedChild(gpu_us=100.0, eager_us=100.0, max_calls=15)
+    m = measure({"incumbent": inc, "candidate": cand})
+    assert m["n"] == 10 and not m["roles"]["candidate"]["errors"]
+    assert len(m["roles"]["candidate"]["per_call_us"]) == 3 == len(m["roles"]["incumbent"]["per_call_us"])
+    assert any("ran out of GPU memory; halved to 20" in n for n in m["notes"]), m["notes"]
+
+
+def test_what_runs_out_of_memory_even_at_one_call_is_the_kernels_failure():
+    inc, cand = ScriptedChild(gpu_us=100.0, eager_us=100.0), ScriptedChild(gpu_us=100.0, eager_us=100.0, max_calls=0)
+    m = measure({"incumbent": inc, "candidate": cand})
+    assert m["roles"]["candidate"]["errors"] and "out of GPU memory" in m["roles"]["candidate"]["errors"][-1]
