@@ -344,6 +344,24 @@ def _label(c: dict) -> str:
     return f"{Path(c['variant']).stem} " + (" ".join(f"{k}={v}" for k, v in c["config"].items()) or "-")
 
 
+def landscape(shapes, confs, results, errors, roof) -> list[dict]:
+    """Every configuration with its time on each shape (None: not timed, wrong or failed, said in `bad`):
+    what the tuner's search is developed and tested against on the CPU (issue 36, tests/fixtures)."""
+    rows = []
+    for ci, c in enumerate(confs):
+        us, bad = {}, {}
+        for si, s in enumerate(shapes):
+            r = results.get((si, ci))
+            us[s.name] = r["us"] if r else None
+            if (si, ci) in errors:
+                bad[s.name] = errors[(si, ci)]
+            elif r and (r["correct"] is False or r["error"]):
+                bad[s.name] = r["error"] or "incorrect"
+        rows.append({"variant": c["variant"], "config": c["config"], "default": c["default"], "us": us,
+                     **({"bad": bad} if bad else {})})
+    return rows
+
+
 def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, bw_gbs, timed, skipped,
            clone_us=None, by=()) -> dict:
     clone_us = clone_us or {}
@@ -367,7 +385,8 @@ def report(task, ref, dtype, shapes, confs, results, errors, liger, liger_why, b
         print(f"  INCORRECT: {_label(confs[ci])} on {shapes[si].name}")
     variants = list(dict.fromkeys(c["variant"] for c in confs))
     out = {"task": task.name, "copy_gbs": bw_gbs, "shapes": [], "variants": {}, "buckets": [], "liger": {},
-           "correct": n_ok, "incorrect": n_bad, "errors": n_err, "timed": timed, "untimed": skipped}
+           "correct": n_ok, "incorrect": n_bad, "errors": n_err, "timed": timed, "untimed": skipped,
+           "landscape": landscape(shapes, confs, results, errors, roof)}
     if not timed:  # the interpreter: correctness was the point, there is no table of times
         out["shapes"] = [{"shape": s.name, "per_variant": {v: {} for v in variants}} for s in shapes]
         return out
