@@ -35,6 +35,7 @@ import math
 import os
 import random
 import signal
+import threading
 import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
@@ -57,6 +58,7 @@ ALONE_BATCHES = 8             # incumbent batches before any candidate batch (th
 RESIZE_AFTER = 2              # of those, the first ones size the batch again from their GPU time (_alone)
 RESIZE_MIN_RATIO = 1.5        # resized only where that asks for this many times the calls
 OOM_HALVINGS = 3              # a batch that runs out of GPU memory is halved at most this often
+PREP_MAX_S = 0.05             # a batch grows (RESIZE) only while refilling its inputs stays under this
 CHECK_RATE = 0.25             # share of batches whose output comes back for the parent to check
 DISAGREE_PCT = 10.0           # child's figure vs the parent's, beyond this (+ DISAGREE_US): rejected
 DISAGREE_US = 60.0
@@ -111,31 +113,46 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     batch_no = [0]
     warmed: set[str] = set()
     parts: dict[str, float] = {}  # wall seconds by part (prep, batch, fetch, check, freeze, setup)
+    lock = threading.Lock()  # both roles' preps run at once (prep_both)
 
     def spent(part: str, t0: float) -> None:
-        parts[part] = parts.get(part, 0.0) + time.perf_counter() - t0
+        with lock:
+            parts[part] = parts.get(part, 0.0) + time.perf_counter() - t0
 
-    def run_batch(role: str, n: int, check: bool) -> dict | None:
-        """Prepare, time (the other child frozen), fetch and check one batch. None if it crashed;
-        _OutOfMemory where the prep (the batch's input sets, its capture) ran out of GPU memory."""
-        k = batch_no[0]
+    def number() -> int:
         batch_no[0] += 1
+        return batch_no[0] - 1
+
+    def prep(role: str, n: int, k: int | None = None) -> dict | None:
+        """The batch's n fresh input sets in the role's child (and, the first time, its warm-up and
+        capture): {"k", "seeds", "refill_s"}, None if it crashed; _OutOfMemory where the prep ran out
+        of GPU memory. k: the batch's number (its seeds' draw), given where preps run at once."""
+        k = number() if k is None else k
+        with lock:
+            first = role not in warmed
         # The calls' seeds drawn from one secret-derived seed a batch (a hash per call was ~0.5 ms a batch
         # of 256): all of them go to the child in the prep request anyway, and no batch's draw tells
         # anything about another's.
         draw = random.Random(seed_of(role, k))
         seeds = [draw.getrandbits(56) for _ in range(max(n, 1))]
-        ch, other = children[role], children[roles[1 - roles.index(role)]]
         t0 = time.perf_counter()
-        r, _ = ch.request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
-                           "warmup": 0 if role in warmed else warmup, "graph": graph}, to)  # (compiles, autotunes)
+        r, _ = children[role].request({"op": "prep", "role": role, "dims": shape.dims, "seeds": seeds,
+                                       "warmup": warmup if first else 0, "graph": graph}, to)  # (compiles, autotunes)
         spent("prep", t0)
         if not r.get("ok"):
             if r.get("detail") == "oom" and n > 1:
                 raise _OutOfMemory(role, str(r.get("error")))
             res[role]["errors"].append(r.get("error"))
             return None
-        warmed.add(role)
+        with lock:
+            warmed.add(role)
+        refill = (r.get("parts") or {}).get("refill")
+        return {"k": k, "seeds": seeds, "refill_s": float(refill) if isinstance(refill, (int, float)) else None}
+
+    def run(role: str, n: int, check: bool, prepped: dict) -> dict | None:
+        """Time one prepared batch (the other child frozen), then fetch and check one call of it."""
+        k, seeds = prepped["k"], prepped["seeds"]
+        ch, other = children[role], children[roles[1 - roles.index(role)]]
         t0 = time.perf_counter()
         frozen = freeze(other, True) if other is not ch else []
         try:
@@ -150,7 +167,8 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             res[role]["errors"].append(r.get("error"))
             return None
         child_fig = r.get("event_us") if r.get("event_us") is not None else r.get("child_us")
-        figs = {"wall": wall, "child": float(child_fig or 0.0), "out_bytes": int(r.get("out_bytes") or 0)}
+        figs = {"wall": wall, "child": float(child_fig or 0.0), "out_bytes": int(r.get("out_bytes") or 0),
+                "refill_s": prepped["refill_s"]}
         if not (check and n):
             return figs  # nothing fetched: a round trip saved (what the guards saw comes with the checked ones)
         # The checked call is named now, after the batch: the child kept every call's output, and
@@ -174,6 +192,36 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             res[role]["bad"] += 1
             res[role]["errors"].append(err)
         return figs
+
+    def run_batch(role: str, n: int, check: bool) -> dict | None:
+        prepped = prep(role, n)
+        return run(role, n, check, prepped) if prepped else None
+
+    def prep_both(n: int) -> dict[str, dict | None]:
+        """Both roles' preps at once, each in its own child (a refill is host-bound: on the H200 a DeepSeek
+        V4 set took 3.3 ms of launches for 0.4 ms of GPU work), so a round waits for the slower, not the
+        sum. Neither is timing then; each batch runs after both preps ended, the other child frozen."""
+        out: dict[str, Any] = {}
+        ks = {role: number() for role in roles}  # (numbered here, in order: the seeds don't race)
+
+        def one(role: str) -> None:
+            try:
+                out[role] = prep(role, n, ks[role])
+            except BaseException as e:  # noqa: BLE001 - raised again in this thread below
+                out[role] = e
+
+        threads = [threading.Thread(target=one, args=(role,), daemon=True) for role in roles]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for role in roles:  # (an out-of-memory first: it restarts the shape; a crash is the role's error)
+            if isinstance(out[role], _OutOfMemory):
+                raise out[role]
+        for role in roles:
+            if isinstance(out[role], BaseException):
+                raise out[role]
+        return out
 
     # Round-trip overhead: empty batches in each child; the smaller median (inflating it helps no one).
     over = {}
@@ -212,9 +260,9 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
     for attempt in range(OOM_HALVINGS + 1):
         try:
             n, alone, alone_child = _alone(run_batch, n, overhead, alone_batches or ALONE_BATCHES, graph,
-                                           lambda one_us: min(calls_per_batch(one_us, in_bytes + out_bytes, cap),
-                                                              ceiling), notes)
-            _rounds(run_batch, res, rng, roles, n, samples, overhead)
+                                           lambda one_us, set_s: min(calls_per_batch(one_us, in_bytes + out_bytes, cap),
+                                                                     ceiling, prep_cap(n, set_s)), notes)
+            _rounds(prep_both, run, res, rng, roles, n, samples, overhead)
             break
         except _OutOfMemory as e:
             # The batch's n input sets (the harness's choice) did not fit beside what the two children and
@@ -234,6 +282,15 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
             "incumbent_alone_child_us": vd.median(alone_child) if alone_child else None}
 
 
+def prep_cap(n: int, set_s: float | None) -> int:
+    """The most calls a batch may grow to by what refilling one input set costs (a tiny kernel's batch
+    grown to MAX_CALLS made its prep 100x its batch: DeepSeek V4's compress spent 24 s of a 40 s
+    evaluation refilling inputs). Never below today's n."""
+    if not set_s or set_s <= 0:
+        return MAX_CALLS
+    return max(n, int(PREP_MAX_S / set_s))
+
+
 class _OutOfMemory(Exception):
     def __init__(self, role: str, error: str):
         self.role, self.error = role, error
@@ -241,20 +298,22 @@ class _OutOfMemory(Exception):
 
 
 def _alone(run_batch: Callable, n: int, overhead: float, batches: int, graph: bool,
-           size_for: Callable[[float], int], notes: list[str]) -> tuple[int, list[float], list[float]]:
+           size_for: Callable[[float, float | None], int], notes: list[str]) -> tuple[int, list[float], list[float]]:
     """The incumbent's batches before any candidate batch: its 'alone' figure, per call. The first
     RESIZE_AFTER batches also size the batch again where they were graph replays: a single eager
     call's events hold its launch (a 4 us kernel read ~45 us, so its batches held a tenth of the target
     time and their spread was 24-38%); a replay's events are the calls' GPU time alone."""
     alone, alone_child = [], []
-    first = []
+    first, refills = [], []
     for i in range(batches + RESIZE_AFTER):
         s = run_batch("incumbent", n, False)
         if i < RESIZE_AFTER:
             if s and s["child"] > 0:
                 first.append(s["child"] / n)
+            if s and s.get("refill_s"):
+                refills.append(s["refill_s"] / n)
             if i == RESIZE_AFTER - 1 and graph and first:
-                again = size_for(vd.median(first))
+                again = size_for(vd.median(first), vd.median(refills) if refills else None)
                 if again > n * RESIZE_MIN_RATIO:
                     notes.append(f"batch resized from {n} to {again} calls by the graph replays' GPU time")
                     n = again
@@ -265,16 +324,19 @@ def _alone(run_batch: Callable, n: int, overhead: float, batches: int, graph: bo
     return n, alone, alone_child
 
 
-def _rounds(run_batch: Callable, res: dict, rng: random.Random, roles: tuple, n: int, samples: int,
+def _rounds(prep_both: Callable, run: Callable, res: dict, rng: random.Random, roles: tuple, n: int, samples: int,
             overhead: float) -> None:
-    """Incumbent and candidate batches in a random order each round; stops at a crash (the verdict
-    rejects it either way: the rounds left would only repeat it)."""
+    """Incumbent and candidate batches in a random order each round, both prepared first; stops at a
+    crash (the verdict rejects it either way: the rounds left would only repeat it)."""
     for i in range(samples):
         order = list(roles)
         rng.shuffle(order)
+        prepped = prep_both(n)
+        if any(prepped[r] is None for r in roles):
+            return
         for role in order:
             check = i in (0, samples - 1) or rng.random() < CHECK_RATE
-            s = run_batch(role, n, check)
+            s = run(role, n, check, prepped[role])
             if s is None:
                 return
             net = max(s["wall"] - overhead, 0.0)

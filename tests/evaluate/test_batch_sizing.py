@@ -15,8 +15,8 @@ class ScriptedChild:
     """Answers the parent's timing requests like a child whose kernel takes `gpu_us` a call on the GPU and
     whose single eager call reads `eager_us` (its launch included); preps above `max_calls` run out of memory."""
 
-    def __init__(self, gpu_us: float, eager_us: float, max_calls: int = 10**9):
-        self.gpu_us, self.eager_us, self.max_calls = gpu_us, eager_us, max_calls
+    def __init__(self, gpu_us: float, eager_us: float, max_calls: int = 10**9, set_s: float = 0.0):
+        self.gpu_us, self.eager_us, self.max_calls, self.set_s = gpu_us, eager_us, max_calls, set_s
         self.preps: list[int] = []
         self.n = 0
 
@@ -27,8 +27,9 @@ class ScriptedChild:
             self.preps.append(n)
             if n > self.max_calls:
                 return {"ok": False, "kind": "crashed", "detail": "oom", "error": "OutOfMemoryError: CUDA out of memory"}, []
+            refill = self.n == n  # (the same batch again: refilled in place, as the child does)
             self.n = n
-            return {"ok": True, "graph": True}, []
+            return {"ok": True, "graph": True, "parts": {"refill": n * self.set_s} if refill else {"make": 0.1}}, []
         if op == "batch":
             n = int(req["n"])
             if n == 0:
@@ -75,3 +76,14 @@ def test_what_runs_out_of_memory_even_at_one_call_is_the_kernels_failure():
     inc, cand = ScriptedChild(gpu_us=100.0, eager_us=100.0), ScriptedChild(gpu_us=100.0, eager_us=100.0, max_calls=0)
     m = measure({"incumbent": inc, "candidate": cand})
     assert m["roles"]["candidate"]["errors"] and "out of GPU memory" in m["roles"]["candidate"]["errors"][-1]
+
+
+def test_a_batch_grows_only_while_refilling_its_inputs_stays_cheap():
+    # DeepSeek V4 compress on the H200: ~4 us calls, 0.2-0.4 ms of host work to refill one input set
+    inc = ScriptedChild(gpu_us=4.0, eager_us=45.0, set_s=0.0002)
+    cand = ScriptedChild(gpu_us=4.0, eager_us=45.0, set_s=0.0002)
+    m = measure({"incumbent": inc, "candidate": cand})
+    assert m["n"] == int(parent_clock.PREP_MAX_S / 0.0002) == 250  # not MAX_CALLS (a 200 ms refill a batch)
+    slow = ScriptedChild(gpu_us=4.0, eager_us=45.0, set_s=0.00038)
+    m = measure({"incumbent": slow, "candidate": ScriptedChild(gpu_us=4.0, eager_us=45.0, set_s=0.00038)})
+    assert m["n"] == 89  # a cap of 131 is not worth a new capture
