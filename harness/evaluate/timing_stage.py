@@ -148,7 +148,7 @@ def run_timing(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod:
     v["timing_samples"] = first.samples
     if screen:
         v["screened"] = True
-        if not promising(v, run.shapes):
+        if not promising(v, run.shapes, task):
             run.notes.append(f"screened with {screen} samples a side: {v.get('geomean_speedup')}x "
                              f"(±{v.get('noise_band_pct')}%) shows no win worth a full measurement; not measured "
                              f"further")
@@ -167,16 +167,26 @@ def would_keep(v: dict) -> bool:
         and (v["geomean_speedup"] - 1) * 100 > v["noise_band_pct"]
 
 
-def promising(v: dict, entries: list[dict]) -> bool:
+def promising(v: dict, entries: list[dict], task: Task | None = None) -> bool:
     """After a screen (EvalOptions.screen_samples): worth the full measurement that decides. A geomean
-    gain beyond half its band (a would-be keep, and the smaller wins a screen's wider band would hide),
-    or any shape faster beyond its own band (a per-bucket keep goes by those). An A/A pair passes about
-    one time in ten; a loser or a tie of a search rarely does."""
+    gain beyond half its band (a would-be keep, and the smaller wins a screen's wider band would hide:
+    an A/A pair passes about one time in ten), or a bucket of the task's whose every shape the screen
+    already finds faster beyond its band (a per-bucket keep goes by those). Not any one shape beyond
+    its band: with eight shapes (DeepSeek V4) the baseline against itself passed that on the H200 and
+    was measured again whole."""
     g, band = v.get("geomean_speedup"), v.get("noise_band_pct")
     if g is not None and band is not None and (g - 1) * 100 > band / 2:
         return True
-    return any(isinstance(e.get("speedup"), (int, float)) and isinstance(e.get("noise_pct"), (int, float))
-               and (e["speedup"] - 1) * 100 > e["noise_pct"] for e in entries)
+
+    def won(e: dict) -> bool:
+        sp, b = e.get("speedup"), e.get("noise_pct")
+        return isinstance(sp, (int, float)) and isinstance(b, (int, float)) and (sp - 1) * 100 > b
+
+    for b in (task.buckets if task is not None else []):
+        mine = [e for e in entries if isinstance(e.get("dims"), dict) and b.contains(e["dims"])]
+        if mine and all(won(e) for e in mine):
+            return True
+    return False
 
 
 def to_remeasure(v: dict, entries: list[dict], shapes: list[Shape], screened: bool = False) -> list[Shape]:

@@ -16,21 +16,29 @@ from harness.tasks import load_task
 
 def verdict(geomean, band, shapes=()):
     return {"geomean_speedup": geomean, "noise_band_pct": band}, [
-        {"name": n, "speedup": sp, "noise_pct": b} for n, sp, b in shapes]
+        {"name": n, "dims": {"rows": 64, "cols": cols}, "speedup": sp, "noise_pct": b} for n, cols, sp, b in shapes]
 
 
 def test_a_tie_or_a_loss_is_not_promising_and_a_gain_beyond_half_the_band_is():
-    assert not timing_stage.promising(*verdict(1.01, 4.0, [("a", 1.01, 4.0), ("b", 0.99, 5.0)]))
-    assert not timing_stage.promising(*verdict(0.8, 3.0, [("a", 0.8, 3.0)]))
+    softmax = load_task("softmax")
+    assert not timing_stage.promising(*verdict(1.01, 4.0, [("a", 512, 1.01, 4.0), ("b", 4096, 0.99, 5.0)]), softmax)
+    assert not timing_stage.promising(*verdict(0.8, 3.0, [("a", 512, 0.8, 3.0)]), softmax)
     # 3% over a ±4% screen: too little to keep on the screen's figures, enough to be measured whole
-    assert timing_stage.promising(*verdict(1.03, 4.0, [("a", 1.03, 4.0)]))
-    # a loser overall that wins one shape beyond its band: a per-bucket keep may go by it
-    assert timing_stage.promising(*verdict(0.9, 4.0, [("a", 0.7, 4.0), ("b", 1.3, 6.0)]))
+    assert timing_stage.promising(*verdict(1.03, 4.0, [("a", 512, 1.03, 4.0)]), softmax)
+
+
+def test_a_loser_overall_that_wins_a_whole_bucket_is_promising_one_shape_of_a_bucket_is_not():
+    softmax = load_task("softmax")  # buckets by cols: short <= 1024, mid, long > 16384
+    short_won = [("short", 512, 1.3, 6.0), ("mid", 4096, 0.7, 4.0), ("vocab", 32768, 0.8, 4.0), ("128k", 131072, 0.8, 4.0)]
+    assert timing_stage.promising(*verdict(0.9, 4.0, short_won), softmax)
+    half_long = [("short", 512, 0.9, 6.0), ("mid", 4096, 0.7, 4.0), ("vocab", 32768, 1.3, 4.0), ("128k", 131072, 0.98, 4.0)]
+    assert not timing_stage.promising(*verdict(0.9, 4.0, half_long), softmax)
+    assert not timing_stage.promising(*verdict(0.9, 4.0, short_won))  # a task without buckets: overall only
 
 
 def test_after_a_promising_screen_every_shape_is_re_measured():
     shapes = load_task("softmax").shapes
-    v, e = verdict(0.95, 5.0, [(s.name, 1.2 if i == 0 else 0.9, 5.0) for i, s in enumerate(shapes)])
+    v, e = verdict(0.95, 5.0, [(s.name, 512, 1.2 if i == 0 else 0.9, 5.0) for i, s in enumerate(shapes)])
     assert [s.name for s in timing_stage.to_remeasure(v, e, shapes, screened=True)] == [s.name for s in shapes]
 
 
@@ -68,19 +76,19 @@ def test_screened_timing_reuses_the_incumbents_child_and_a_promising_one_is_deci
     real_take = timing_stage.INCUMBENTS.take
     monkeypatch.setattr(timing_stage.INCUMBENTS, "take", lambda *a: taken.append(real_take(*a)) or taken[-1])
 
-    monkeypatch.setattr(timing_stage, "promising", lambda v, entries: False)
+    monkeypatch.setattr(timing_stage, "promising", lambda v, entries, task=None: False)
     run, v = timing(1)
     assert v["screened"] and v["timing_samples"] == 2
     assert any("screened with 2 samples a side" in n for n in run.notes), run.notes
     assert not run.shapes[0].get("remeasured")
 
-    monkeypatch.setattr(timing_stage, "promising", lambda v, entries: True)
+    monkeypatch.setattr(timing_stage, "promising", lambda v, entries, task=None: True)
     run, v = timing(2)
     assert taken[1] is taken[0] and taken[1].reused == 1  # the same process, its batch released between
     assert run.shapes[0].get("remeasured")  # decided by the full measurement in fresh processes
     assert any("re-measured in fresh processes" in n for n in run.notes), run.notes
 
     incumbent.write_text(incumbent.read_text() + "\n# a keep: new bytes, a new incumbent\n")
-    monkeypatch.setattr(timing_stage, "promising", lambda v, entries: False)
+    monkeypatch.setattr(timing_stage, "promising", lambda v, entries, task=None: False)
     timing(3)
     assert taken[2] is not taken[0] and taken[0].proc.poll() is not None  # the old incumbent's child closed
