@@ -130,7 +130,8 @@ class Child:
         self.introspection.watch_file(path)
         threads_before = guards.live_threads()
         try:
-            mod = load_module(Path(path), f"warpsmith_{role}")
+            # The bytes the parent's static stage read (sha256), compiled as UTF-8: what was checked runs.
+            mod = load_module(Path(path), f"warpsmith_{role}", req.get("sha256"))
         except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
             return error_reply("import-error", e), []
         fn = getattr(mod, self.job["entry"], None)

@@ -5,10 +5,14 @@ is the pack `dsl-<task.dsl>`, always applied; its structural checks live in harn
 from __future__ import annotations
 
 import ast
+import re
+import unicodedata
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
+
+from harness import sourcefile
 
 from . import allow as _allow
 from . import dsl as _dsl
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
 
 SYNTAX_RULE = "python-syntax"
 GUARD_RULE = "guard-unreadable"
+ENCODING_RULE = sourcefile.ENCODING_RULE   # bytes every reader decodes the same way (harness/sourcefile.py)
+TEXT_RULE = "source-text"                  # text the guard's parser and Python split the same way
 
 
 @dataclass
@@ -117,16 +123,26 @@ def _syntax_violation(model) -> Violation | None:
                      "plainly.", 1, 1, "")
 
 
-def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> list[Violation]:
+def check_source(source: bytes | str, task: "Task", rules: list[Rule] | None = None) -> list[Violation]:
     """Static verdict on one candidate: every violation of the given rules (default: the task's).
 
+    `source` is the file's bytes (a str is taken as its UTF-8 encoding): the child compiles exactly
+    these, so bytes another reader would decode differently are refused first (source-encoding).
     Runtime rules are skipped here (the evaluator performs them). An empty list means accepted
     by the static stage; warnings (severity "warning") don't reject.
     """
     if rules is None:
         rules = rules_for_task(task)
     try:
-        return _check(source, task, rules)
+        data = source if isinstance(source, bytes) else source.encode("utf-8")
+    except UnicodeEncodeError as e:  # a str with lone surrogates: no file holds it as UTF-8
+        return [Violation(ENCODING_RULE, f"character {e.object[e.start]!r} can't be written as UTF-8; "
+                          f"{sourcefile.FIX}", 1, 1, "")]
+    problem = sourcefile.encoding_problem(data)
+    if problem is not None:
+        return [Violation(ENCODING_RULE, problem.message, problem.line, problem.col, "")]
+    try:
+        return _check(data, task, rules)
     except RuleError:
         raise
     except (RecursionError, MemoryError) as e:
@@ -138,12 +154,43 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
                           "this is a warpsmith bug worth reporting. Meanwhile, write plainer code.", 1, 1, "")]
 
 
-def _check(source: str, task: "Task", rules: list[Rule]) -> list[Violation]:
+def _text_violations(model, lines: list[str]) -> list[Violation]:
+    """Where Python and tree-sitter would read the same text differently (TEXT_RULE): a carriage
+    return not followed by a newline ends a line for Python and not for tree-sitter (`# x\rimport os`
+    is a comment to one, an import to the other), and Python NFKC-normalizes identifiers (`ｅｖａｌ` is
+    `eval` to Python, an unknown name to every rule here). Both are refused rather than modelled."""
+    data = model.source
+    out: list[Violation] = []
+    cr = re.search(rb"\r(?!\n)", data)
+    if cr is not None:
+        line = data.count(b"\n", 0, cr.start()) + 1
+        out.append(Violation(TEXT_RULE, f"a carriage return not followed by a newline at line {line}: Python reads it "
+                             "as a line break, the guard as part of the line; end lines with \\n (or \\r\\n)",
+                             line, 1, ""))
+    seen: set[int] = set()
+    for m in re.finditer(rb"[\x80-\xff]+", data):  # only identifiers with non-ASCII characters can change
+        n = model.node_at(m.start(), m.end())
+        if n is None or n.type != "identifier" or n.id in seen:
+            continue
+        seen.add(n.id)
+        if unicodedata.normalize("NFKC", text(n)) != text(n):
+            r, c = n.start_point
+            out.append(Violation(TEXT_RULE, f"identifier `{text(n)}` is `{unicodedata.normalize('NFKC', text(n))}` "
+                                 "to Python (it normalizes identifiers, the guard does not): write it in that form",
+                                 r + 1, c + 1, lines[r].strip()[:160] if r < len(lines) else ""))
+    return out
+
+
+def _check(source: bytes, task: "Task", rules: list[Rule]) -> list[Violation]:
     model = build_model(source)
+    lines = model.source.decode("utf-8", "replace").splitlines()
+    # Before the syntax check: a lone CR can make tree-sitter fail where Python reads fine.
+    odd = _text_violations(model, lines)
+    if odd:
+        return odd
     bad = _syntax_violation(model)
     if bad is not None:
         return [bad]
-    lines = model.source.decode("utf-8", "replace").splitlines()
     cache: dict = {}
     entry_ids: set[int] | None = None
 
@@ -190,5 +237,5 @@ def rejected(violations: list[Violation]) -> bool:
     return any(v.severity == "error" for v in violations)
 
 
-__all__ = ["Violation", "check_source", "rules_for_task", "rejected", "Rule", "RuleError",
+__all__ = ["ENCODING_RULE", "TEXT_RULE", "Violation", "check_source", "rules_for_task", "rejected", "Rule", "RuleError",
            "RUNTIME_CHECKS", "compile_rules", "load_rules_pack", "find_rules_pack", "text"]
