@@ -13,7 +13,9 @@ What is read, per DSL:
 
 The entry path is the entry function plus every module function it can reach (call graph within
 the module: calls, references such as `map(helper, ...)`, classes instantiated, methods by name,
-module-level values it names such as `_f = lambda t: ...` or `_g = functools.partial(...)`), each
+module-level values it names such as `_f = lambda t: ...` or `_g = functools.partial(...)`, and
+whatever stores into a name it reads: `_OPS["f"] = ...`, `_OPS.update(...)`, a function filling a
+table, a name bound inside a module-level `if`/`try`/`for`; ModuleModel.module_writes), each
 read whole: default arguments, annotations and decorators included. DSL kernel bodies are device
 code and are not part of it. Names are found by a regex over each function's text, so a name in a
 string or comment also counts: that only adds functions to the path (sound, never hides one).
@@ -659,6 +661,8 @@ def _check_triton_launch(d: DslModel) -> list[Finding]:
     if not entries:
         return []  # entry-defined reports it
     for fn in d.host_path():
+        if fn.stmt:
+            continue  # module-level code that stores into a name the path reads: it runs once, at import
         for call in d.m.nodes_in("call", fn.body):
             if d.is_launch(call) and not d.dead(call, fn):
                 return []
