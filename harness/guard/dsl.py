@@ -43,6 +43,7 @@ from typing import Callable
 
 from tree_sitter import Node
 
+from .allow import own_ops
 from .pyparse import Function, ModuleModel, root_identifier, string_value, text, walk
 
 
@@ -174,11 +175,9 @@ class DslModel:
         self._handles: set[str] = set()           # names holding a compiled DSL object
         self._handle_dicts: set[str] = set()      # containers of them
         self._providers: set[int] = set()         # functions returning one
-        self._ext_op_namespaces: set[str] = set()
-        if dsl == "triton":  # torch.ops.<ns> of the module's own torch.library.triton_op("ns::op")
-            from .allow import own_op_namespaces
-
-            self._ext_op_namespaces |= own_op_namespaces(model)
+        # torch.ops.<ns>.<op> the module registers itself ("ns.op"): a triton_op("ns::op"), or a
+        # compiled extension's TORCH_LIBRARY block (harness/guard/allow.py: own_ops)
+        self._ext_ops: set[str] = own_ops(model)
         self._fixpoint_handles()
         self._always_memo: dict[int, bool] = {}
         self._in_progress: set[int] = set()
@@ -250,14 +249,6 @@ class DslModel:
             return
         assigns = self.m.nodes("assignment")
         returns = self.m.nodes("return")
-        for n in self.m.nodes("call"):
-            if self._calls_any(n, _CPP_EXT):
-                args = n.child_by_field_name("arguments")
-                for kw in (args.named_children if args is not None else []):
-                    if kw.type == "keyword_argument" and text(kw.child_by_field_name("name")) == "name":
-                        v = string_value(kw.child_by_field_name("value"))
-                        if v:
-                            self._ext_op_namespaces.add(v)
         for _ in range(6):
             before = (len(self._handles), len(self._handle_dicts), len(self._providers))
             for a in assigns:
@@ -354,7 +345,7 @@ class DslModel:
                     return True
                 for q in self.m.qualnames(fn):
                     parts = q.split(".")
-                    if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and parts[2] in self._ext_op_namespaces:
+                    if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and f"{parts[2]}.{parts[3]}" in self._ext_ops:
                         return True
         return False
 
@@ -832,15 +823,15 @@ def _compute_method_calls(model: ModuleModel, body: Node):
             yield call, text(n)
 
 
-def _torch_ok(q: str, dsl: str, ext_ns: set[str]) -> bool:
+def _torch_ok(q: str, dsl: str, ext_ops: set[str]) -> bool:
     head = q.split("()")[0]
     if head in TORCH_ALLOWED or head in _TORCH_ALLOWED_BY_DSL.get(dsl, ()):
         return True
     if any(head.startswith(p) for p in TORCH_ALLOWED_PREFIXES):
         return True
     parts = head.split(".")
-    if len(parts) >= 3 and parts[:2] == ["torch", "ops"] and parts[2] in ext_ns:
-        return True
+    if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and f"{parts[2]}.{parts[3]}" in ext_ops:
+        return True  # an op the module registers itself (never another op of its namespace)
     return False
 
 
@@ -851,7 +842,7 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
             for q in d.m.qualnames(n):
                 if q.split(".")[0] != "torch" or q == "torch":
                     continue
-                if not _torch_ok(q, d.dsl, d._ext_op_namespaces):
+                if not _torch_ok(q, d.dsl, d._ext_ops):
                     out.append(Finding(n, f"`{q.split('()')[0]}` on the entry path (in `{fn.name}`)"))
                     break
                 tail = q.split("()")[1:]
