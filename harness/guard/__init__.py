@@ -16,7 +16,7 @@ from harness import sourcefile
 
 from . import allow as _allow
 from . import dsl as _dsl
-from .pyparse import build_model, text, walk
+from .pyparse import build_model, desugar_lookups, text, walk
 from .rules import (RUNTIME_CHECKS, Rule, RuleError, QueryContext, compile_rules, find_rules_pack,
                     load_rules_pack, run_queries)
 
@@ -77,13 +77,6 @@ def rules_for_task(task: "Task", extra: Iterable[str] = (), remove: Iterable[str
     if unknown:
         raise RuleError(task.toml_path, None, f"cannot remove {unknown}: neither a selected pack nor one of its rules")
     return rules
-
-
-def _snippet(source_lines: list[str], node) -> str:
-    if node.type == "module":
-        return ""
-    line = source_lines[node.start_point[0]] if node.start_point[0] < len(source_lines) else ""
-    return line.strip()[:160]
 
 
 def _python_says(source: str) -> tuple[str, int, int] | None:
@@ -191,6 +184,24 @@ def _check(source: bytes, task: "Task", rules: list[Rule]) -> list[Violation]:
     bad = _syntax_violation(model)
     if bad is not None:
         return [bad]
+    original, smap = model.source, None
+    # getattr/hasattr with a literal name are judged as the attribute spelling, by every rule: the
+    # rules run on the source with them rewritten (`getattr(torch, "from_file")` -> `torch.from_file`)
+    # and report positions in the original.
+    desugared = desugar_lookups(model)
+    if desugared is not None:
+        rewritten = build_model(desugared[0])
+        if not rewritten.root.has_error:  # (it parses whenever the original does; if not, judge the original)
+            model, smap = rewritten, desugared[1]
+
+    def where(node) -> tuple[int, int]:
+        """(line, col), 1-based, in the original source."""
+        if smap is None:
+            return node.start_point[0] + 1, node.start_point[1] + 1
+        off = smap.original(node.start_byte)
+        line_start = original.rfind(b"\n", 0, off) + 1
+        return original.count(b"\n", 0, off) + 1, len(original[line_start:off].decode("utf-8", "replace")) + 1
+
     cache: dict = {}
     entry_ids: set[int] | None = None
 
@@ -222,13 +233,14 @@ def _check(source: bytes, task: "Task", rules: list[Rule]) -> list[Violation]:
     for rule, node, detail in found:
         if rule.check in _allow.ALLOW_CHECKS and (node.start_byte, node.end_byte) in specific:  # type: ignore[attr-defined]
             continue
-        line, col = node.start_point[0] + 1, node.start_point[1] + 1  # type: ignore[attr-defined]
+        line, col = where(node)
         if (rule.id, line, col) in seen:
             continue
         seen.add((rule.id, line, col))
         base = rule.message.replace("<entry>", task.entry)
         msg = f"{base} ({detail})" if detail else base
-        out.append(Violation(rule.id, msg, line, col, _snippet(lines, node), rule.severity))
+        snippet = lines[line - 1].strip()[:160] if node.type != "module" and line <= len(lines) else ""  # type: ignore[attr-defined]
+        out.append(Violation(rule.id, msg, line, col, snippet, rule.severity))
     out.sort(key=lambda v: (v.line, v.col, v.rule))
     return out
 

@@ -805,11 +805,13 @@ def _maximal_chains(model: ModuleModel, body: Node):
 
 
 _METHOD_RE = re.compile(rb"\.\s*(" + b"|".join(
-    re.escape(m.encode()) for m in sorted(TENSOR_COMPUTE_METHODS, key=len, reverse=True)) + rb")\s*\(")
+    re.escape(m.encode()) for m in sorted(TENSOR_COMPUTE_METHODS, key=len, reverse=True)) + rb")\b")
 
 
 def _compute_method_calls(model: ModuleModel, body: Node):
-    """(call, method name) for `<expr>.<tensor compute method>(...)` calls in `body`."""
+    """(node, method name) for `<expr>.<tensor compute method>` in `body`: the call where it is called
+    there, else the attribute itself (a bound method handed on, `f = x.softmax; f(-1)`, or the
+    `(x.softmax or d)` that `getattr(x, "softmax", d)` reads as)."""
     base = body.start_byte
     for m in _METHOD_RE.finditer(model.body_bytes(body)):
         n = model.node_at(base + m.start(1), base + m.end(1))
@@ -821,6 +823,9 @@ def _compute_method_calls(model: ModuleModel, body: Node):
         call = attr.parent
         if call is not None and call.type == "call" and call.child_by_field_name("function") == attr:
             yield call, text(n)
+        elif not (call is not None and call.type in ("assignment", "augmented_assignment")
+                  and call.child_by_field_name("left") == attr):
+            yield attr, text(n)  # (written, `self.max = 3`, is no use of a method)
 
 
 def _torch_ok(q: str, dsl: str, ext_ops: set[str]) -> bool:
@@ -851,7 +856,7 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
                     out.append(Finding(n, f"tensor method `.{bad[0]}()` on the entry path (in `{fn.name}`)"))
                     break
         for call, name in _compute_method_calls(d.m, part):
-            f = call.child_by_field_name("function")
+            f = call.child_by_field_name("function") if call.type == "call" else call
             qs = d.m.qualnames(f) if f is not None else frozenset()
             if f is None or (qs and not any(q.startswith("builtins.") for q in qs)):
                 continue  # torch chains were judged above; `math.ceil(...)` is a module's function, not a tensor's

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import keyword
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -649,3 +650,79 @@ def _binders(stmt: Node) -> list[Node]:
 @lru_cache(maxsize=64)
 def cached_model(source: bytes) -> ModuleModel:
     return build_model(source)
+
+
+# -- getattr(obj, "name") read as obj.name ---------------------------------------------------------
+_LOOKUP_READS = frozenset({"builtins.getattr", "builtins.hasattr"})
+_SIMPLE_OBJECTS = ("identifier", "attribute", "call", "subscript", "parenthesized_expression")
+
+
+@dataclass
+class SourceMap:
+    """Byte offsets of a rewritten source back to the original: (new_start, orig_start, copied)
+    segments in order; an offset in a written (not copied) segment maps to the call it replaced."""
+    segments: list[tuple[int, int, bool]]
+
+    def original(self, offset: int) -> int:
+        i = bisect.bisect_right([s[0] for s in self.segments], offset) - 1
+        new_start, orig_start, copied = self.segments[max(i, 0)]
+        return orig_start + (offset - new_start) if copied else orig_start
+
+
+def desugar_lookups(m: ModuleModel) -> tuple[bytes, SourceMap] | None:
+    """The source with every `getattr(obj, "name"[, default])` and `hasattr(obj, "name")` whose name is
+    a literal identifier written `obj.name`, so that every rule (the allowlist, private names, the
+    rules packs' queries, torch on the entry path) judges it exactly as the attribute spelling:
+    `getattr(torch, "from_file")` trips what `torch.from_file` trips. None when there is none."""
+    found: list[tuple[Node, Node, str, Node | None]] = []
+    for call in m.nodes("call"):
+        fn = call.child_by_field_name("function")
+        args = call.child_by_field_name("arguments")
+        if fn is None or args is None or args.type != "argument_list" or not (m.qualnames(fn) & _LOOKUP_READS):
+            continue
+        pos = [a for a in args.named_children if a.type != "comment"]
+        if not 2 <= len(pos) <= 3 or any(a.type in ("keyword_argument", "list_splat", "dictionary_splat") for a in pos):
+            continue
+        name = string_value(pos[1])
+        if name is None or not name.isidentifier() or keyword.iskeyword(name):
+            continue  # a computed name is dsl.py's dynamic-lookup's business
+        found.append((call, pos[0], name, pos[2] if len(pos) == 3 else None))
+    if not found:
+        return None
+    found.sort(key=lambda f: f[0].start_byte)
+    src = m.source
+    out = bytearray()
+    segments: list[tuple[int, int, bool]] = []
+
+    def copy(a: int, b: int) -> None:
+        if a < b:
+            segments.append((len(out), a, True))
+            out.extend(src[a:b])
+
+    def write(data: bytes, at: int) -> None:
+        segments.append((len(out), at, False))
+        out.extend(data)
+
+    def emit(a: int, b: int) -> None:
+        cursor = a
+        for call, obj, name, default in found:
+            if call.start_byte < cursor or call.end_byte > b:
+                continue  # nested in one already written, or outside this range
+            copy(cursor, call.start_byte)
+            # getattr(o, "n", d) -> (o.n or d): the default is code too, and stays where it is read
+            wrap = obj.type not in _SIMPLE_OBJECTS
+            if default is not None:
+                write(b"(", call.start_byte)
+            if wrap:
+                write(b"(", call.start_byte)
+            emit(obj.start_byte, obj.end_byte)
+            write((b")." if wrap else b".") + name.encode(), call.start_byte)
+            if default is not None:
+                write(b" or ", call.start_byte)
+                emit(default.start_byte, default.end_byte)
+                write(b")", call.start_byte)
+            cursor = call.end_byte
+        copy(cursor, b)
+
+    emit(0, len(src))
+    return bytes(out), SourceMap(segments)
