@@ -14,7 +14,7 @@ from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.evaluate import prewarm, sandbox
+from harness.evaluate import guards, prewarm, sandbox
 from harness.evaluate import verdict as vd
 from harness.evaluate.process import ChildFailed, EvalOptions, _Run
 # Re-exported: callers (benches, e2e, profile, tests) have imported these from here.
@@ -280,6 +280,9 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         if r.get("patched"):
             run.reject("guard", "harness-patched", "importing the candidate replaced functions the harness relies "
                                                    "on: " + ", ".join(r["patched"][:8]))
+        if r.get("watch_settings") != guards.watch_settings().digest():  # (computed here, from the parent's copy)
+            run.reject("guard", "harness-patched", "the torch-compute watch in the candidate's process does not permit "
+                                                   "what the harness's settings say (its settings were changed)")
         for o in r.get("observed", []):  # guards that watched the import (no-introspection, no-threads)
             run.reject("guard", o["rule"], "[import] " + o["message"])
         mark("import")
