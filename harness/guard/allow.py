@@ -481,6 +481,7 @@ _ENUM_CLASSES = frozenset(f"enum.{n}" for n in ("Enum", "IntEnum", "Flag", "IntF
 # dynamic-lookup), so every rule reads them as the attribute spelling; as a value
 # (`functools.reduce(getattr, [...], obj)`, `map(setattr, ...)`) they would take computed names.
 _LOOKUP_BUILTINS = frozenset({"builtins.getattr", "builtins.setattr", "builtins.hasattr", "builtins.delattr"})
+_LOOKUP_RE = re.compile(rb"(?<![\w.])(?:getattr|setattr|hasattr|delattr)\b")
 
 
 def check_reaching_calls(m: ModuleModel) -> list[_Hit]:
@@ -498,8 +499,9 @@ def check_reaching_calls(m: ModuleModel) -> list[_Hit]:
         if fn is not None and m.qualnames(fn) & _ENUM_CLASSES:
             out.append(_Hit(call, f"`{text(fn)}(...)`: enum's functional API builds a class from data; write an "
                                   "enum with class syntax (`class Mode(enum.Enum): ...`)"))
-    for n in _walk_types(m.root, ("identifier",)):
-        if text(n) not in ("getattr", "setattr", "hasattr", "delattr") or not (m.qualnames(n) & _LOOKUP_BUILTINS):
+    for mt in _LOOKUP_RE.finditer(m.source):  # (a regex, not a walk of the tree: the check's cost)
+        n = m.node_at(mt.start(), mt.end())
+        if n is None or n.type != "identifier" or not (m.qualnames(n) & _LOOKUP_BUILTINS):
             continue
         p = n.parent
         if p is not None and p.type == "call" and p.child_by_field_name("function") == n:

@@ -44,6 +44,7 @@ from typing import Callable
 from tree_sitter import Node
 
 from .allow import own_ops
+from .state import check_module_state
 from .pyparse import Function, ModuleModel, root_identifier, string_value, text, walk
 
 
@@ -65,6 +66,8 @@ STATIC_CHECKS: dict[str, str] = {
     "torch-compute": "torch on the entry path is limited to allocation, queries, views and contiguous",
     "foreign-call": "the entry path calls nothing outside the candidate but torch (allowlisted), the DSL and small stdlib helpers",
     "dynamic-lookup": "no eval/exec/compile/__import__/importlib/globals()/vars(), getattr with a computed name or star imports",
+    "no-module-state": "nothing on the entry path writes state that outlives a call (but a memo cache of compiled "
+                       "kernels/configs and a diagnostic the path never reads); harness/guard/state.py",
 }
 
 # -- torch allowlist on the entry path ------------------------------------------------------
@@ -938,6 +941,7 @@ _CHECKS: dict[str, Callable[[DslModel], list[Finding]]] = {
     "torch-compute": _check_torch_compute,
     "foreign-call": _check_foreign_call,
     "dynamic-lookup": _check_dynamic_lookup,
+    "no-module-state": lambda d: check_module_state(d, Finding),
 }
 assert set(_CHECKS) == set(STATIC_CHECKS)
 
