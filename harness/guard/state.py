@@ -27,14 +27,11 @@ in device memory across calls, and contrived evolutions through what a cache han
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Callable
 
 from tree_sitter import Node
 
 from .pyparse import Function, WriteSite, _binders, _module_scope, text
-
-if TYPE_CHECKING:
-    from .dsl import DslModel, Finding
 
 _META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "itemsize", "type", "index"})
 _META_METHODS = frozenset({"stride", "size", "numel", "dim", "is_contiguous", "element_size", "nelement", "get_device"})
@@ -102,7 +99,7 @@ def _params(scope: Node) -> dict[str, Node | None]:
 
 
 class _State:
-    def __init__(self, d: "DslModel"):
+    def __init__(self, d: Any):  # a dsl.DslModel (this module is dsl.py's, imported by it)
         self.d, self.m = d, d.m
         m = self.m
         imported = {m.text(b) for st in m.import_nodes for b in _binders(st)}
@@ -538,7 +535,8 @@ def _interpolations(e: Node) -> list[Node]:
     return [k for k in e.named_children if k.type == "interpolation" and k.named_children]
 
 
-def check_module_state(d: "DslModel", finding) -> list["Finding"]:
+def check_module_state(d: Any, finding: Callable[[Node, str], Any]) -> list:
+    """Findings (made by `finding(node, detail)`) for the DslModel `d`'s entry path."""
     st = _State(d).prepare()
     m = st.m
     if not st.path:
