@@ -5,24 +5,29 @@ changes the arithmetic after the checked calls) is correct on what is tested and
 users pass. So, on the host entry path (dsl.py), writes to objects that outlive a call are refused,
 whatever they are spelled as: `global`/`nonlocal`, item, attribute and augmented assignment or
 `del` into a module-level object, a function's or a class's attribute, `self`/`cls` outside
-`__init__`, a mutating method call (`.append`, `.update`, `next(it)`, ...) on a module-level
-container, writes through a local that names one (`c = _CACHE; c[k] = v`), into a mutable default
-argument, or into what a cached function returned; a module-level iterator (consumed by use); a
-functools cache on a function whose result is data or a mutable object. Module-level code that
-runs once at import (constant tables, kernel definitions) is not the entry path and stays fine.
+`__init__` (when the attribute is read back), a mutating method call (`.append`, `.update`,
+`next(it)`, ...) on a module-level container, writes through a local that names one
+(`c = _CACHE; c[k] = v`), into a mutable default argument, or into what a cached function
+returned; a module-level iterator (consumed by use); a functools cache on a function whose result
+is data or a mutable object. Module-level code that runs once at import (constant tables, kernel
+definitions) is not the entry path and stays fine.
 
-Two patterns of honest launchers are allowed, because nothing read back can change a result:
+Three patterns of honest launchers are allowed, because nothing read back can change a result:
   * a memo cache: a module-level dict bound to `{}`, used on the path only as `C[key] = value`,
-    `C.setdefault(key, value)`, `C.get(key)`, `C[key]` and `key in C`, where each stored value is a
-    compiled kernel or a config: constants, shapes, dtypes and devices (an input's metadata), a
-    compiled object (`kernel.warmup(...)`, `cute.compile(...)`), records of those, or what was read
-    from the cache stored back as it is. Not a tensor, not an input, not anything computed from a
-    cache read (`C[k] = C.get(k, 0) + 1` is a counter).
-  * a write-only diagnostic: a module-level dict or list the path only writes into (stores,
-    `.update(...)`, `.append(...)` whose result is unused), never reads.
-What stays open (a first line, not a proof; docs/threat-model.md): values the kernel itself keeps
-in device memory across calls, and contrived evolutions through what a cache hands back unchanged
-(a tuple nested one level deeper each call). Timed outputs are rechecked by the parent.
+    `C.setdefault(key, value)`, `C.get(key)`, `C[key]` and `key in C`, whose values settle: each
+    store is a compiled kernel or a config (constants, shapes, dtypes and devices: an input's
+    metadata; `kernel.warmup(...)`, `cute.compile(...)`; a scratch allocation; records of those) or
+    what the cache held stored back unchanged, and a constant goes in only on a miss (`if v is None:`,
+    `if k not in C:`). Not an input, not a tensor computed from inputs, and nothing computed from
+    what an unsettled cache held (`C[k] = C.get(k, 0) + 1` is a counter; `0 if C.get(k) else 1`
+    toggles). Settled caches are found as a fixpoint: reading one is as good as a constant.
+  * a value built once under `global` the same way (`if _EXT is None: _EXT = load_inline(...)`).
+  * a write-only diagnostic: a module-level dict or list, or an attribute of the launcher, the path
+    only writes into (stores, `+=`, `.update(...)`, `.append(...)` whose result is unused), never reads.
+What stays open (a first line, not a proof; docs/threat-model.md): values a kernel keeps in device
+memory across calls (a cached scratch buffer is handed to it), statement-level control flow other
+than the hit tests above, and contrived evolutions through what a cache hands back unchanged (a
+tuple nested one level deeper each call). Timed outputs are rechecked by the parent.
 """
 from __future__ import annotations
 
@@ -48,11 +53,10 @@ _CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 _INIT = frozenset({"__init__", "__post_init__"})
 _SCOPES = ("function_definition", "lambda")
 _IMMUTABLE_DEFAULTS = ("integer", "float", "string", "true", "false", "none", "concatenated_string", "unary_operator")
-# What a value is, for the memo rule: None (BAD: data, an input, a tensor computed from inputs, a
-# mutable object, or something computed from what an unsettled cache held), else the set of memo
-# caches whose content it passes on unchanged (empty: a constant-like value; a compiled kernel or a
-# config: constants, an input's metadata, compiled objects, allocations, records of those).
-Value = "frozenset[str] | None"
+# What a value is, for the memo rule (a "Value"): None (data, an input, a tensor computed from
+# inputs, a mutable object, or something computed from what an unsettled cache held), else the set
+# of memo caches whose content it passes on unchanged (CONST, empty: a compiled kernel or a config:
+# constants, an input's metadata, compiled objects, allocations, records of those).
 CONST: frozenset[str] = frozenset()
 _TORCH_ALLOC = frozenset(f"torch.{n}" for n in ("empty", "zeros", "ones", "full", "empty_strided", "empty_like",
                                                 "zeros_like", "ones_like", "full_like", "arange"))
