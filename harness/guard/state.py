@@ -25,8 +25,8 @@ Three patterns of honest launchers are allowed, because nothing read back can ch
   * a write-only diagnostic: a module-level dict or list, or an attribute of the launcher, the path
     only writes into (stores, `+=`, `.update(...)`, `.append(...)` whose result is unused), never reads.
 What stays open (a first line, not a proof; docs/threat-model.md): values a kernel keeps in device
-memory across calls (a cached scratch buffer is handed to it), statement-level control flow other
-than the hit tests above, and contrived evolutions through what a cache hands back unchanged (a
+memory across calls (a cached scratch buffer is handed to it), control flow that does not enclose
+a store (an early return decided on a read), and contrived evolutions through what a cache hands back unchanged (a
 tuple nested one level deeper each call). Timed outputs are rechecked by the parent.
 """
 from __future__ import annotations
