@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from harness import sourcefile
 from harness.paths import builtin_dir
 
 if sys.version_info >= (3, 11):
@@ -187,15 +188,27 @@ class Task:
         return out
 
 
-def load_module(path: Path, name: str) -> ModuleType:
+def load_module(path: Path, name: str, expect_sha256: str | None = None) -> ModuleType:
+    """Import the Python file `path` as module `name`, compiling its bytes decoded as UTF-8 (no coding
+    cookie, no BOM: harness.sourcefile says why). With `expect_sha256`, the bytes must hash to it
+    (what the parent's static stage read), else nothing of the file runs: this check runs before
+    any of the file's code, so the file can't have changed it."""
+    data = Path(path).read_bytes()
+    if expect_sha256 is not None and sourcefile.sha256(data) != expect_sha256:
+        raise ImportError(f"{path}: its bytes are not the ones the static stage read (sha256 "
+                          f"{sourcefile.sha256(data)[:16]}..., expected {expect_sha256[:16]}...): not imported")
+    text = sourcefile.decode(data, path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path}: not a Python module")
     mod = importlib.util.module_from_spec(spec)
+    # compile() of a str ignores a coding cookie: the code is exactly `text`. dont_inherit: this
+    # file's `from __future__ import annotations` must not change how the module's code compiles.
+    code = compile(text, str(path), "exec", dont_inherit=True)
     # Registered before exec: dataclasses and pickling look a module up in sys.modules by name.
     sys.modules[name] = mod
     try:
-        spec.loader.exec_module(mod)
+        exec(code, mod.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise

@@ -41,7 +41,8 @@ class ScriptAgent:
                 yield ReasoningChunk(text[i:i + self.chunk_chars])
                 if self.chunk_delay_s:
                     time.sleep(self.chunk_delay_s)
-        source = f.read_text()
+        # Decoded as is (no line-ending translation, not the locale's encoding): what the static stage judges.
+        source = f.read_bytes().decode("utf-8")
         yield Proposal(source, _describe(f, source), meta={"script_file": f.name})
 
 

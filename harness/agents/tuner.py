@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from harness import sourcefile
 from harness.agents import tuneideas, tunesearch
 from harness.agents.base import AgentEvent, Exhausted, Proposal, ProposalContext, ReasoningChunk, code_key
 from harness.agents.tuner_knobs import (PY, WARPS, Knob, apply, config_of, find_knobs,  # noqa: F401 (re-exported)
@@ -106,7 +107,11 @@ class TunerAgent:
             path = task.root / str(rel)
             if not path.is_file():
                 raise SpaceError(f"{task.toml_path}: variants: {rel} not found in {task.root}")
-            out.append(read_space(path.read_text(), str(rel)))
+            try:  # the text the child would compile (bytes as UTF-8, no cookie, no line-ending translation)
+                source = sourcefile.read_text(path)
+            except sourcefile.SourceEncodingError as e:
+                raise SpaceError(f"{task.toml_path}: variants: {e}") from None
+            out.append(read_space(source, str(rel)))
         return out
 
     def _buckets(self, task) -> list[BucketView]:

@@ -57,7 +57,7 @@ class WorkerLost(Exception):
 
 # -- jobs -----------------------------------------------------------------------------------------
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 @dataclass
@@ -92,7 +92,7 @@ class EvalJob:
     def from_paths(cls, task: Any, candidate: Path, incumbent: Path | None = None, iteration: int = 0,
                    options: Any = None) -> "EvalJob":
         incumbent = Path(incumbent) if incumbent else task.baseline_path
-        return cls(task.name, str(task.root), Path(candidate).read_text(), incumbent.read_text(), iteration,
+        return cls(task.name, str(task.root), _source_of(candidate), _source_of(incumbent), iteration,
                    options_dict(options), str(candidate), str(incumbent))
 
     def ship_task(self) -> "EvalJob":
@@ -102,6 +102,17 @@ class EvalJob:
             self.task_files = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
                                if p.is_file() and "__pycache__" not in p.parts}
         return self
+
+
+def _source_of(path: Path | str) -> str:
+    """A file's exact bytes as a str (UTF-8, anything else kept as surrogates), so the worker's copy
+    is byte for byte the file: read_text() translated line endings and used the locale's encoding,
+    and evaluate()'s static stage judges bytes (a coding cookie, a lone CR) that must survive the trip."""
+    return Path(path).read_bytes().decode("utf-8", "surrogateescape")
+
+
+def _bytes_of(source: str) -> bytes:
+    return source.encode("utf-8", "surrogateescape")
 
 
 def options_dict(options: Any) -> dict:
@@ -152,8 +163,8 @@ def run_job(job: EvalJob) -> dict:
             task_dir = Path(job.task_dir)
         task = load_task(task_dir, check_null=False)
         cand, inc = tmp / f"candidate_{job.iteration:04d}.py", tmp / "incumbent.py"
-        cand.write_text(job.candidate_source)
-        inc.write_text(job.incumbent_source)
+        cand.write_bytes(_bytes_of(job.candidate_source))
+        inc.write_bytes(_bytes_of(job.incumbent_source))
         known = {f.name for f in fields(EvalOptions)}
         verdict = evaluate(task, cand, inc, EvalOptions(**{k: v for k, v in job.options.items() if k in known}))
     except Exception as e:  # the harness's own failure: report it, don't lose the job

@@ -60,7 +60,10 @@ class Child:
         t1 = time.monotonic()
         self._warm_up()
         startup["warm_up"] = time.monotonic() - t1
-        with guards.TorchComputeWatch():  # imports what the watch needs before the identity snapshot
+        # What the torch-compute watch permits, frozen before any candidate code runs (guards.WatchSettings).
+        self.watch_settings = guards.watch_settings()
+        self.watch_digest = self.watch_settings.digest()
+        with guards.TorchComputeWatch(self.watch_settings):  # imports what the watch needs before the identity snapshot
             torch.empty(1) + 1
         self.native_threads = guards.native_thread_count()
         from harness.evaluate import timing  # (loaded in preload, a timed start-up phase; only bound here)
@@ -97,7 +100,12 @@ class Child:
         fns = {"reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
                "reference.compare": getattr(self.ref, "compare", None),
                "reference.fill_inputs": getattr(self.ref, "fill_inputs", None),
-               "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run}
+               "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
+               # the watch's settings: the frozen copy, and the module names it was made from
+               "guards.watch_settings (frozen)": self.watch_settings,
+               "guards.TORCH_NONCOMPUTE_OPS": guards.TORCH_NONCOMPUTE_OPS,
+               "guards.TORCH_TO_PYTHON": guards.TORCH_TO_PYTHON,
+               "guards.PYTHON_VALUES_LIMIT": guards.PYTHON_VALUES_LIMIT}
         if self.dsl == "cute":
             # cutlass (~2 s) only for a CuTe task
             from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
@@ -111,7 +119,8 @@ class Child:
         # Methods replaced on the harness's own instances (an identity snapshot of classes misses them).
         shadowed = [f"{type(o).__name__}.{k} (instance)" for o in (self.ep, self, self.counter)
                     for k in guards.instance_overrides(o)]
-        return guards.changed_identities(self.snapshot, now) + shadowed
+        changed = ["guards.watch_settings (contents)"] if self.watch_settings.digest() != self.watch_digest else []
+        return guards.changed_identities(self.snapshot, now) + shadowed + changed
 
     def introspected(self) -> list[dict]:
         seen = self.introspection.take()
@@ -130,7 +139,8 @@ class Child:
         self.introspection.watch_file(path)
         threads_before = guards.live_threads()
         try:
-            mod = load_module(Path(path), f"warpsmith_{role}")
+            # The bytes the parent's static stage read (sha256), compiled as UTF-8: what was checked runs.
+            mod = load_module(Path(path), f"warpsmith_{role}", req.get("sha256"))
         except BaseException as e:  # noqa: BLE001 - SystemExit from candidate code too
             return error_reply("import-error", e), []
         fn = getattr(mod, self.job["entry"], None)
@@ -145,7 +155,8 @@ class Child:
         if new_threads:
             observed.append({"rule": "no-threads", "message": f"importing {Path(path).name} left "
                              f"{len(new_threads)} Python thread(s) running"})
-        return {"ok": True, "patched": patched, "observed": observed}, []
+        return {"ok": True, "patched": patched, "observed": observed,
+                "watch_settings": self.watch_settings.digest()}, []
 
     def op_call(self, req: dict) -> tuple[dict, list]:
         """One call of an entry on fresh inputs; send back outputs and what the guards saw."""
@@ -160,7 +171,7 @@ class Child:
         self.counter.reset()
         self.counter.ghost = bool(req.get("ghost"))
         observed: list[dict] = []
-        watch = guards.TorchComputeWatch()
+        watch = guards.TorchComputeWatch(self.watch_settings)
         self.sync()
         try:
             if req.get("graph"):

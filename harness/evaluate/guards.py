@@ -9,6 +9,7 @@ recomputes every correctness verdict from raw outputs anyway. These are hints, n
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 import os
 import sys
@@ -374,6 +375,30 @@ TORCH_TO_PYTHON = frozenset({"numpy", "tolist", "__array__", "__dlpack__", "unty
 PYTHON_VALUES_LIMIT = 1024   # elements a call may read into Python (a few sizes or offsets: fine)
 
 
+@dataclass(frozen=True)
+class WatchSettings:
+    """What the torch-compute watch permits, frozen into it when the child starts, before any
+    candidate code runs. The module-level names above are read only then: candidate code that
+    replaces them (enum.global_enum wrote members into this very module) changes nothing the watch
+    reads, and the replacement shows as harness-patched (the identity snapshot covers them). The
+    child reports digest() at import and the parent compares it with the one it computes from its
+    own copy of this module. A hint still (docs/threat-model.md): the frozen object lives in the
+    candidate's process, reachable through the object graph."""
+
+    noncompute_ops: frozenset[str]
+    to_python: frozenset[str]
+    python_values_limit: int
+
+    def digest(self) -> str:
+        text = "\n".join([*sorted(self.noncompute_ops), "--", *sorted(self.to_python), "--", str(self.python_values_limit)])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def watch_settings() -> WatchSettings:
+    """The settings as this module defines them (copies: nothing later rebinding a name reaches them)."""
+    return WatchSettings(frozenset(TORCH_NONCOMPUTE_OPS), frozenset(TORCH_TO_PYTHON), int(PYTHON_VALUES_LIMIT))
+
+
 def _called_from_dsl() -> bool:
     """Is the nearest caller outside torch a DSL's own package (Triton's interpreter reads kernel
     arguments through numpy; CuTe takes tensors through DLPack)? Asked only for to-Python calls."""
@@ -423,12 +448,16 @@ class TorchComputeWatch:
     """Records torch compute during one call (a dispatch mode for aten ops, a function mode for
     values leaving torch). Use as a context manager around the entry call only."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: WatchSettings | None = None) -> None:
         # child start-up: torch/triton load after this module, in the timed preload
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
 
         watch = self
+        # Read from the settings the child froze at its start (WatchSettings), never from this module's
+        # names at call time: candidate code has run by then.
+        self.settings = settings if settings is not None else watch_settings()
+        noncompute, to_python_fns = self.settings.noncompute_ops, self.settings.to_python
         self.ops: dict[str, int] = {}
         self.to_python = 0   # elements read into Python/numpy
 
@@ -439,7 +468,7 @@ class TorchComputeWatch:
                 ns = getattr(func, "namespace", "aten")
                 if name == "_local_scalar_dense":
                     watch.to_python += 1
-                elif ns in ("aten", "prims") and name not in TORCH_NONCOMPUTE_OPS:
+                elif ns in ("aten", "prims") and name not in noncompute:
                     watch.ops[f"{ns}.{name}"] = watch.ops.get(f"{ns}.{name}", 0) + 1
                 elif ns not in ("aten", "prims") and _python_custom_op(func):
                     watch.ops[f"{ns}.{name} (a custom op implemented in Python)"] = 1
@@ -457,9 +486,9 @@ class TorchComputeWatch:
 
         class _Function(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-                if getattr(func, "__name__", "") in TORCH_TO_PYTHON and args and not _called_from_dsl():
+                if getattr(func, "__name__", "") in to_python_fns and args and not _called_from_dsl():
                     t = args[0]
-                    watch.to_python += t.numel() if hasattr(t, "numel") else PYTHON_VALUES_LIMIT + 1
+                    watch.to_python += t.numel() if hasattr(t, "numel") else watch.settings.python_values_limit + 1
                 return func(*args, **(kwargs or {}))
 
         self._modes = [_Function(), _Dispatch()]
@@ -479,7 +508,7 @@ class TorchComputeWatch:
             top = sorted(self.ops.items(), key=lambda kv: -kv[1])[:8]
             out.append("torch computed during the call (" + ", ".join(f"{k} x{n}" for k, n in top) + "); "
                        "operators and builtins on tensors are torch ops too: compute the result in your kernel")
-        if self.to_python > PYTHON_VALUES_LIMIT:
+        if self.to_python > self.settings.python_values_limit:
             out.append(f"the call read {self.to_python} tensor values into Python/numpy (.tolist(), .numpy(), DLPack, "
                        ".item()...); compute the result in your kernel")
         return out

@@ -14,7 +14,7 @@ from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.evaluate import prewarm, sandbox, trace
+from harness.evaluate import guards, prewarm, sandbox, trace
 from harness.evaluate import verdict as vd
 from harness.evaluate.process import ChildFailed, EvalOptions, _Run
 # Re-exported: callers (benches, e2e, profile, tests) have imported these from here.
@@ -37,7 +37,7 @@ def _violation_dict(v: Any) -> dict:
     return d
 
 
-def run_static(task: Task, source: str, extra_rules: list[str] = ()) -> tuple[list[dict] | None, str]:
+def run_static(task: Task, source: bytes | str, extra_rules: list[str] = ()) -> tuple[list[dict] | None, str]:
     """The static stage (harness.guard). (None, why) when the guard can't be imported here."""
     try:  # tree-sitter (~40 ms; maybe absent on a bare GPU box): the note above the functions
         from harness.guard import check_source, rules_for_task  # type: ignore[attr-defined]
@@ -89,12 +89,14 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
     if opts.run_timeout_s is None:
         opts = replace(opts, run_timeout_s=task.call_timeout_for(on_gpu))
     shapes = _select_shapes(task, on_gpu, opts.shapes)
-    source = candidate.read_text()
+    # Read once: the static stage parses these bytes and the child compiles exactly them (it checks
+    # their sha256 before any of it runs), decoded as UTF-8 by both (harness/sourcefile.py).
+    source = candidate.read_bytes()
     run = _Run(task, candidate)
     v: dict[str, Any] = {
         "accepted": False, "stage": "static", "reasons": run.reasons, "task": task.name,
         "candidate": str(candidate), "incumbent": str(incumbent),
-        "candidate_sha256": hashlib.sha256(source.encode()).hexdigest(),
+        "candidate_sha256": hashlib.sha256(source).hexdigest(),
         "device": "cpu (Triton interpreter)", "timing_available": False, "shapes": run.shapes,
         "geomean_speedup": None, "noise_band_pct": None, "recommendation": None, "wall_s": 0.0,
         "violations": [], "notes": run.notes, "output": "", "sandbox": bool(opts.sandbox),
@@ -269,8 +271,8 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         # The incumbent is never imported here: the timing stage runs it in a child of its own,
         # which the candidate never shares (parent_clock.py).
         baseline: dict[str, float] = {}
-        r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate))},
-                             opts.import_timeout_s)
+        r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate)),
+                              "sha256": v["candidate_sha256"]}, opts.import_timeout_s)
         if not r.get("ok"):
             run.output = child.output()
             detail = f" ({r['detail']})" if r.get("detail") not in (None, "exception") else ""
@@ -280,6 +282,9 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         if r.get("patched"):
             run.reject("guard", "harness-patched", "importing the candidate replaced functions the harness relies "
                                                    "on: " + ", ".join(r["patched"][:8]))
+        if r.get("watch_settings") != guards.watch_settings().digest():  # (computed here, from the parent's copy)
+            run.reject("guard", "harness-patched", "the torch-compute watch in the candidate's process does not permit "
+                                                   "what the harness's settings say (its settings were changed)")
         for o in r.get("observed", []):  # guards that watched the import (no-introspection, no-threads)
             run.reject("guard", o["rule"], "[import] " + o["message"])
         mark("import", "correctness")

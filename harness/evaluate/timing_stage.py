@@ -24,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness import sourcefile
 from harness.evaluate import verdict as vd
 from harness.evaluate.parent_clock import roofline_and_floor
 from harness.evaluate import parent_clock, prewarm
@@ -253,8 +254,9 @@ def _incumbent_child(task: Task, incumbent: Any, opts: "EvalOptions") -> "ChildP
         hello = inc_child.start(opts.import_timeout_s)
         if not hello.get("ok"):
             raise ChildFailed("setup-failed", f"the incumbent's child: {hello.get('error')}")
-        r, _ = inc_child.request({"op": "import", "role": "incumbent", "path": str(inc_child.stage(incumbent))},
-                                 opts.import_timeout_s)
+        # The incumbent's bytes as read here, compiled as UTF-8 like the candidate's (harness/sourcefile.py).
+        r, _ = inc_child.request({"op": "import", "role": "incumbent", "path": str(inc_child.stage(incumbent)),
+                                  "sha256": sourcefile.sha256(Path(incumbent).read_bytes())}, opts.import_timeout_s)
         if not r.get("ok"):
             raise IncumbentBroken(r.get("error"))
     except BaseException:
@@ -387,8 +389,8 @@ def _remeasure(run: "_Run", v: dict, task: Task, ref_mod: ModuleType, shapes: li
     child = prewarm.take(task, bool(opts.on_gpu), opts)
     try:
         child.start(opts.import_timeout_s)
-        r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate))},
-                             opts.import_timeout_s)
+        r, _ = child.request({"op": "import", "role": "candidate", "path": str(child.stage(candidate)),
+                              "sha256": v.get("candidate_sha256")}, opts.import_timeout_s)
         if not r.get("ok"):
             raise ChildFailed("crashed", f"re-measure: the candidate failed to import: {r.get('error')}")
         _time_shapes(run, child, task, ref_mod, again, dev, opts, incumbent,

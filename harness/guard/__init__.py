@@ -5,14 +5,18 @@ is the pack `dsl-<task.dsl>`, always applied; its structural checks live in harn
 from __future__ import annotations
 
 import ast
+import re
+import unicodedata
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from harness import sourcefile
+
 from . import allow as _allow
 from . import dsl as _dsl
-from .pyparse import build_model, text, walk
+from .pyparse import build_model, desugar_lookups, text, walk
 from .rules import (RUNTIME_CHECKS, Rule, RuleError, QueryContext, compile_rules, find_rules_pack,
                     load_rules_pack, run_queries)
 
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
 
 SYNTAX_RULE = "python-syntax"
 GUARD_RULE = "guard-unreadable"
+ENCODING_RULE = sourcefile.ENCODING_RULE   # bytes every reader decodes the same way (harness/sourcefile.py)
+TEXT_RULE = "source-text"                  # text the guard's parser and Python split the same way
 
 
 @dataclass
@@ -73,13 +79,6 @@ def rules_for_task(task: "Task", extra: Iterable[str] = (), remove: Iterable[str
     return rules
 
 
-def _snippet(source_lines: list[str], node) -> str:
-    if node.type == "module":
-        return ""
-    line = source_lines[node.start_point[0]] if node.start_point[0] < len(source_lines) else ""
-    return line.strip()[:160]
-
-
 def _python_says(source: str) -> tuple[str, int, int] | None:
     """Python's own parser on a candidate tree-sitter could not read: (message, line, col), or None
     if Python accepts it. Its messages are the ones people (and models) know; asked only on error,
@@ -117,16 +116,26 @@ def _syntax_violation(model) -> Violation | None:
                      "plainly.", 1, 1, "")
 
 
-def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> list[Violation]:
+def check_source(source: bytes | str, task: "Task", rules: list[Rule] | None = None) -> list[Violation]:
     """Static verdict on one candidate: every violation of the given rules (default: the task's).
 
+    `source` is the file's bytes (a str is taken as its UTF-8 encoding): the child compiles exactly
+    these, so bytes another reader would decode differently are refused first (source-encoding).
     Runtime rules are skipped here (the evaluator performs them). An empty list means accepted
     by the static stage; warnings (severity "warning") don't reject.
     """
     if rules is None:
         rules = rules_for_task(task)
     try:
-        return _check(source, task, rules)
+        data = source if isinstance(source, bytes) else source.encode("utf-8")
+    except UnicodeEncodeError as e:  # a str with lone surrogates: no file holds it as UTF-8
+        return [Violation(ENCODING_RULE, f"character {e.object[e.start]!r} can't be written as UTF-8; "
+                          f"{sourcefile.FIX}", 1, 1, "")]
+    problem = sourcefile.encoding_problem(data)
+    if problem is not None:
+        return [Violation(ENCODING_RULE, problem.message, problem.line, problem.col, "")]
+    try:
+        return _check(data, task, rules)
     except RuleError:
         raise
     except (RecursionError, MemoryError) as e:
@@ -138,12 +147,61 @@ def check_source(source: str, task: "Task", rules: list[Rule] | None = None) -> 
                           "this is a warpsmith bug worth reporting. Meanwhile, write plainer code.", 1, 1, "")]
 
 
-def _check(source: str, task: "Task", rules: list[Rule]) -> list[Violation]:
+def _text_violations(model, lines: list[str]) -> list[Violation]:
+    """Where Python and tree-sitter would read the same text differently (TEXT_RULE): a carriage
+    return not followed by a newline ends a line for Python and not for tree-sitter (`# x\rimport os`
+    is a comment to one, an import to the other), and Python NFKC-normalizes identifiers (`ｅｖａｌ` is
+    `eval` to Python, an unknown name to every rule here). Both are refused rather than modelled."""
+    data = model.source
+    out: list[Violation] = []
+    cr = re.search(rb"\r(?!\n)", data)
+    if cr is not None:
+        line = data.count(b"\n", 0, cr.start()) + 1
+        out.append(Violation(TEXT_RULE, f"a carriage return not followed by a newline at line {line}: Python reads it "
+                             "as a line break, the guard as part of the line; end lines with \\n (or \\r\\n)",
+                             line, 1, ""))
+    seen: set[int] = set()
+    for m in re.finditer(rb"[\x80-\xff]+", data):  # only identifiers with non-ASCII characters can change
+        n = model.node_at(m.start(), m.end())
+        if n is None or n.type != "identifier" or n.id in seen:
+            continue
+        seen.add(n.id)
+        if unicodedata.normalize("NFKC", text(n)) != text(n):
+            r, c = n.start_point
+            out.append(Violation(TEXT_RULE, f"identifier `{text(n)}` is `{unicodedata.normalize('NFKC', text(n))}` "
+                                 "to Python (it normalizes identifiers, the guard does not): write it in that form",
+                                 r + 1, c + 1, lines[r].strip()[:160] if r < len(lines) else ""))
+    return out
+
+
+def _check(source: bytes, task: "Task", rules: list[Rule]) -> list[Violation]:
     model = build_model(source)
+    lines = model.source.decode("utf-8", "replace").splitlines()
+    # Before the syntax check: a lone CR can make tree-sitter fail where Python reads fine.
+    odd = _text_violations(model, lines)
+    if odd:
+        return odd
     bad = _syntax_violation(model)
     if bad is not None:
         return [bad]
-    lines = model.source.decode("utf-8", "replace").splitlines()
+    original, smap = model.source, None
+    # getattr/hasattr with a literal name are judged as the attribute spelling, by every rule: the
+    # rules run on the source with them rewritten (`getattr(torch, "from_file")` -> `torch.from_file`)
+    # and report positions in the original.
+    desugared = desugar_lookups(model)
+    if desugared is not None:
+        rewritten = build_model(desugared[0])
+        if not rewritten.root.has_error:  # (it parses whenever the original does; if not, judge the original)
+            model, smap = rewritten, desugared[1]
+
+    def where(node) -> tuple[int, int]:
+        """(line, col), 1-based, in the original source."""
+        if smap is None:
+            return node.start_point[0] + 1, node.start_point[1] + 1
+        off = smap.original(node.start_byte)
+        line_start = original.rfind(b"\n", 0, off) + 1
+        return original.count(b"\n", 0, off) + 1, len(original[line_start:off].decode("utf-8", "replace")) + 1
+
     cache: dict = {}
     entry_ids: set[int] | None = None
 
@@ -175,13 +233,14 @@ def _check(source: str, task: "Task", rules: list[Rule]) -> list[Violation]:
     for rule, node, detail in found:
         if rule.check in _allow.ALLOW_CHECKS and (node.start_byte, node.end_byte) in specific:  # type: ignore[attr-defined]
             continue
-        line, col = node.start_point[0] + 1, node.start_point[1] + 1  # type: ignore[attr-defined]
+        line, col = where(node)
         if (rule.id, line, col) in seen:
             continue
         seen.add((rule.id, line, col))
         base = rule.message.replace("<entry>", task.entry)
         msg = f"{base} ({detail})" if detail else base
-        out.append(Violation(rule.id, msg, line, col, _snippet(lines, node), rule.severity))
+        snippet = lines[line - 1].strip()[:160] if node.type != "module" and line <= len(lines) else ""  # type: ignore[attr-defined]
+        out.append(Violation(rule.id, msg, line, col, snippet, rule.severity))
     out.sort(key=lambda v: (v.line, v.col, v.rule))
     return out
 
@@ -190,5 +249,5 @@ def rejected(violations: list[Violation]) -> bool:
     return any(v.severity == "error" for v in violations)
 
 
-__all__ = ["Violation", "check_source", "rules_for_task", "rejected", "Rule", "RuleError",
+__all__ = ["ENCODING_RULE", "TEXT_RULE", "Violation", "check_source", "rules_for_task", "rejected", "Rule", "RuleError",
            "RUNTIME_CHECKS", "compile_rules", "load_rules_pack", "find_rules_pack", "text"]

@@ -7,8 +7,9 @@ instead:
   allowed-imports  every `import X` / `from X import N` names a module (or a name) on the allowlist.
   allowed-names    every dotted name rooted at an import resolves to an allowed name; a module is
                    only ever the object of an attribute (`torch.empty`), never a value (`[torch][0]`
-                   would hand over every attribute of it); `torch.ops.<ns>` only for a namespace the
-                   candidate registers itself (torch.library.triton_op, a compiled extension); and
+                   would hand over every attribute of it); `torch.ops.<ns>.<op>` only for an op the
+                   candidate registers itself (torch.library.triton_op, a compiled extension's
+                   TORCH_LIBRARY block), never another op of that namespace; and
                    builtins are allowed by name (no exec, eval, compile, __import__, globals, vars,
                    open, type, id, delattr, ...). Every annotation is a plain type expression (names,
                    subscripts, `|`, None; strings and module-level names in it likewise): typing's
@@ -55,12 +56,21 @@ _DTYPES = (
 _TYPING = (
     "Any Optional Union Callable Tuple List Dict Set FrozenSet Sequence MutableSequence Mapping MutableMapping "
     "Iterable Iterator Generator Type Literal Final ClassVar TypeVar Generic Protocol NamedTuple TypedDict "
-    "Annotated TypeAlias Self NoReturn Never TYPE_CHECKING cast overload final runtime_checkable get_args "
+    "Annotated TypeAlias Self NoReturn Never TYPE_CHECKING cast final runtime_checkable get_args "
     "get_origin SupportsInt SupportsFloat SupportsIndex Hashable Sized Collection Container").split()
+# What is left out on purpose (issue 37, class 2: no allowed name may write into another module or
+# the interpreter's state): enum.global_enum (writes a class's members into sys.modules[cls.__module__],
+# the evaluator's own guard settings included), the rest of enum.* (EnumType builds classes from a
+# dict; verify, member, pickle_by_* and the global_* helpers have no use in a kernel),
+# dataclasses.make_dataclass (a class claiming any module through module=), typing.overload
+# (registers into typing's global registry). An enum is written with class syntax; calling an
+# enum class's functional API and `module=`/`qualname=` keywords are refused in check_names.
+_ENUM = ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "auto", "unique")
 BASE_NAMES = frozenset(
-    {"__future__.annotations", "math.*", "itertools.*", "enum.*"}
+    {"__future__.annotations", "math.*", "itertools.*"}
+    | {f"enum.{n}" for n in _ENUM}
     | {f"dataclasses.{n}" for n in ("dataclass", "field", "fields", "asdict", "astuple", "replace", "is_dataclass",
-                                    "make_dataclass", "InitVar", "KW_ONLY", "MISSING", "Field", "FrozenInstanceError")}
+                                    "InitVar", "KW_ONLY", "MISSING", "Field", "FrozenInstanceError")}
     | {f"typing.{n}" for n in _TYPING}
     | {f"functools.{n}" for n in ("partial", "lru_cache", "cache", "reduce", "cached_property", "total_ordering",
                                   "cmp_to_key")}
@@ -102,20 +112,21 @@ class Allowlist:
     exact: frozenset[str]
     wild: dict[str, frozenset[str]] = field(default_factory=dict)   # stdlib module -> its public non-module names
 
-    def module(self, q: str, own_ns: set[str]) -> bool:
+    def module(self, q: str, own_ops: set[str]) -> bool:
         if q in self.modules or q == "torch.ops":
             return True
         parts = q.split(".")
-        return len(parts) == 3 and parts[:2] == ["torch", "ops"] and parts[2] in own_ns
+        return len(parts) == 3 and parts[:2] == ["torch", "ops"] and _own_namespace(parts[2], own_ops)
 
-    def name(self, q: str, own_ns: set[str]) -> bool:
+    def name(self, q: str, own_ops: set[str]) -> bool:
+        """`own_ops`: the ops the module registers ("ns.op", own_ops())."""
         if q in self.exact:
             return True
         head, _, last = q.rpartition(".")
         if head in self.wild and last in self.wild[head]:
             return True
         parts = q.split(".")
-        return len(parts) == 4 and parts[:2] == ["torch", "ops"] and parts[2] in own_ns
+        return len(parts) == 4 and parts[:2] == ["torch", "ops"] and f"{parts[2]}.{parts[3]}" in own_ops
 
 
 def _stdlib_public(mod_name: str) -> frozenset[str]:
@@ -178,27 +189,48 @@ _SKIP_PARENTS = ("dotted_name", "aliased_import", "parameters", "default_paramet
                  "typed_default_parameter", "lambda_parameters")
 
 
-def own_op_namespaces(m: ModuleModel) -> set[str]:
-    """torch.ops namespaces the module registers itself: triton_op("ns::name"), load_inline(name=...)."""
+_TORCH_LIBRARY_RE = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+
+
+def own_ops(m: ModuleModel) -> set[str]:
+    """The torch ops the module registers itself, as "ns.op": torch.library.triton_op("ns::op"), and
+    in a compiled extension's C++ source `m.def("op(...)")` inside TORCH_LIBRARY(ns, m). Ops, not
+    namespaces: a namespace the module names (`triton_op("prims::x")`, load_inline(name="prims"))
+    must not hand over the ops torch already has in it (torch.ops.prims.exp)."""
     out: set[str] = set()
     for call in m.nodes("call"):
         fn = call.child_by_field_name("function")
         if fn is None:
             continue
-        qs = m.qualnames(fn)
         args = call.child_by_field_name("arguments")
         pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
-        if "torch.library.triton_op" in qs and pos:
+        if pos and "torch.library.triton_op" in m.qualnames(fn):
             v = string_value(pos[0])
             if v and "::" in v:
-                out.add(v.split("::")[0])
-        elif qs & {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}:
-            for kw in pos:
-                if kw.type == "keyword_argument" and text(kw.child_by_field_name("name")) == "name":
-                    v = string_value(kw.child_by_field_name("value"))
-                    if v:
-                        out.add(v)
+                out.add(".".join(v.split("::", 1)))
+    for n in m.nodes("string"):
+        v = string_value(n) if n.parent is None or n.parent.type != "concatenated_string" else None
+        if not v or "TORCH_LIBRARY" not in v:
+            continue
+        for lib in _TORCH_LIBRARY_RE.finditer(v):
+            ns, var = lib.group(1), lib.group(2)
+            # the block that follows the macro: its `var.def("op...` declarations
+            depth, i, body_start = 0, v.find("{", lib.end()), None
+            for j in range(i, len(v)) if i >= 0 else ():
+                if v[j] == "{":
+                    depth += 1
+                    body_start = body_start if body_start is not None else j
+                elif v[j] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        for d in re.finditer(rf"\b{re.escape(var)}\s*\.\s*def\s*\(\s*\"(\w+)", v[body_start:j]):
+                            out.add(f"{ns}.{d.group(1)}")
+                        break
     return out
+
+
+def _own_namespace(ns: str, own: set[str]) -> bool:
+    return any(o.split(".", 1)[0] == ns for o in own)
 
 
 def check_imports(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
@@ -266,7 +298,7 @@ def _judge_chain(q: str, allow: Allowlist, own_ns: set[str], bare: bool) -> str 
 
 
 def check_names(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
-    own_ns = own_op_namespaces(m)
+    own_ns = own_ops(m)
     out: list[_Hit] = []
     rx = _chain_roots_re(m)
     seen: set[int] = set()
@@ -299,7 +331,8 @@ def check_names(m: ModuleModel, allow: Allowlist) -> list[_Hit]:
                     break
     out += check_annotations(m)
     out += check_attribute_writes(m)
-    out += check_private_reads(m)
+    out += check_private_reads(m, allow, own_ns)
+    out += check_reaching_calls(m)
     # builtins: allowed by name; any other builtin that isn't rebound by the module is a violation
     bad = sorted(_BUILTIN_NAMES - SAFE_BUILTINS, key=len, reverse=True)
     brx = _bad_builtins_re(tuple(bad))
@@ -396,11 +429,12 @@ def check_attribute_writes(m: ModuleModel) -> list[_Hit]:
     return out
 
 
-def check_private_reads(m: ModuleModel) -> list[_Hit]:
+def check_private_reads(m: ModuleModel, allow: Allowlist | None = None, own_ns: set[str] = frozenset()) -> list[_Hit]:
     """A `_private` attribute is read only where the module defines that name itself (`self._impl`,
     a `_helper` method): past an allowed name attributes are those of a value and are not judged,
     and a private one of somebody else's object (`typing.ForwardRef(s)._evaluate(...)`, a storage's
-    `_share_filename_cpu_`) is an internal API with no place in a kernel."""
+    `_share_filename_cpu_`, `torch.Tensor._make_subclass`) is an internal API with no place in a
+    kernel. (`getattr(x, "_name")` reads the same: the guard checks the attribute spelling of it.)"""
     defined: set[str] = set(m.functions) | set(m.methods) | set(m.nested) | set(m.classes) | set(m.module_bindings)
     for a in m.nodes("assignment"):
         for t in _write_targets(a.child_by_field_name("left")):
@@ -419,9 +453,60 @@ def check_private_reads(m: ModuleModel) -> list[_Hit]:
         while root.type == "attribute":
             root = root.child_by_field_name("object")
         if root.type == "identifier" and text(root) in m.aliases:
-            continue  # a chain from an import: the names check judges it (torch._C, ...)
+            # A chain from an import: the names check judges it up to the first allowed name that is no
+            # module (torch._C is refused there); past it (torch.Tensor._make_subclass) it is a value's.
+            if allow is None or not any(_private_past_allowed(q, allow, own_ns) for q in m.qualnames(n)):
+                continue
         out.append(_Hit(n, f"`{text(n)[:60]}` reads `{name}`, a private attribute of an object the module does "
                            "not define"))
+    return out
+
+
+def _private_past_allowed(q: str, allow: Allowlist, own_ns: set[str]) -> bool:
+    parts = q.split("()")[0].split(".")
+    for i in range(1, len(parts)):
+        pre = ".".join(parts[:i])
+        if allow.module(pre, own_ns):
+            continue
+        return allow.name(pre, own_ns) and parts[-1].startswith("_")
+    return False
+
+
+# Calls that make an object claim another module, or build classes from data: refused whatever
+# they are called on (`module=` on enum's functional API or anything a partial hands it to; the
+# functional API itself, whose names= can be any mapping). A kernel writes an enum with class syntax.
+_CLAIMING_KEYWORDS = frozenset({"module", "qualname"})
+_ENUM_CLASSES = frozenset(f"enum.{n}" for n in ("Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"))
+# Builtins that reach any attribute of any object: only ever called, with a literal name (dsl.py's
+# dynamic-lookup), so every rule reads them as the attribute spelling; as a value
+# (`functools.reduce(getattr, [...], obj)`, `map(setattr, ...)`) they would take computed names.
+_LOOKUP_BUILTINS = frozenset({"builtins.getattr", "builtins.setattr", "builtins.hasattr", "builtins.delattr"})
+_LOOKUP_RE = re.compile(rb"(?<![\w.])(?:getattr|setattr|hasattr|delattr)\b")
+
+
+def check_reaching_calls(m: ModuleModel) -> list[_Hit]:
+    out: list[_Hit] = []
+    for call in m.nodes("call"):
+        fn = call.child_by_field_name("function")
+        args = call.child_by_field_name("arguments")
+        for a in (args.named_children if args is not None and args.type == "argument_list" else []):
+            if a.type == "keyword_argument" and text(a.child_by_field_name("name")) in _CLAIMING_KEYWORDS:
+                out.append(_Hit(a, f"keyword `{text(a.child_by_field_name('name'))}=` makes an object claim another "
+                                   "module or name (enum's functional API, make_dataclass, namedtuple)"))
+            elif any(q in _ENUM_CLASSES for q in m.qualnames(a)) and not (
+                    fn is not None and m.qualnames(fn) & {"builtins.isinstance", "builtins.issubclass"}):
+                out.append(_Hit(a, f"`{text(a)}` handed to a call: write an enum with class syntax"))
+        if fn is not None and m.qualnames(fn) & _ENUM_CLASSES:
+            out.append(_Hit(call, f"`{text(fn)}(...)`: enum's functional API builds a class from data; write an "
+                                  "enum with class syntax (`class Mode(enum.Enum): ...`)"))
+    for mt in _LOOKUP_RE.finditer(m.source):  # (a regex, not a walk of the tree: the check's cost)
+        n = m.node_at(mt.start(), mt.end())
+        if n is None or n.type != "identifier" or not (m.qualnames(n) & _LOOKUP_BUILTINS):
+            continue
+        p = n.parent
+        if p is not None and p.type == "call" and p.child_by_field_name("function") == n:
+            continue
+        out.append(_Hit(n, f"builtin `{text(n)}` used as a value: call it, with a literal attribute name"))
     return out
 
 

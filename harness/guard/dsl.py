@@ -13,7 +13,9 @@ What is read, per DSL:
 
 The entry path is the entry function plus every module function it can reach (call graph within
 the module: calls, references such as `map(helper, ...)`, classes instantiated, methods by name,
-module-level values it names such as `_f = lambda t: ...` or `_g = functools.partial(...)`), each
+module-level values it names such as `_f = lambda t: ...` or `_g = functools.partial(...)`, and
+whatever stores into a name it reads: `_OPS["f"] = ...`, `_OPS.update(...)`, a function filling a
+table, a name bound inside a module-level `if`/`try`/`for`; ModuleModel.module_writes), each
 read whole: default arguments, annotations and decorators included. DSL kernel bodies are device
 code and are not part of it. Names are found by a regex over each function's text, so a name in a
 string or comment also counts: that only adds functions to the path (sound, never hides one).
@@ -41,6 +43,8 @@ from typing import Callable
 
 from tree_sitter import Node
 
+from .allow import own_ops
+from .state import check_module_state
 from .pyparse import Function, ModuleModel, root_identifier, string_value, text, walk
 
 
@@ -62,6 +66,8 @@ STATIC_CHECKS: dict[str, str] = {
     "torch-compute": "torch on the entry path is limited to allocation, queries, views and contiguous",
     "foreign-call": "the entry path calls nothing outside the candidate but torch (allowlisted), the DSL and small stdlib helpers",
     "dynamic-lookup": "no eval/exec/compile/__import__/importlib/globals()/vars(), getattr with a computed name or star imports",
+    "no-module-state": "nothing on the entry path writes state that outlives a call (but a memo cache of compiled "
+                       "kernels/configs and a diagnostic the path never reads); harness/guard/state.py",
 }
 
 # -- torch allowlist on the entry path ------------------------------------------------------
@@ -172,11 +178,9 @@ class DslModel:
         self._handles: set[str] = set()           # names holding a compiled DSL object
         self._handle_dicts: set[str] = set()      # containers of them
         self._providers: set[int] = set()         # functions returning one
-        self._ext_op_namespaces: set[str] = set()
-        if dsl == "triton":  # torch.ops.<ns> of the module's own torch.library.triton_op("ns::op")
-            from .allow import own_op_namespaces
-
-            self._ext_op_namespaces |= own_op_namespaces(model)
+        # torch.ops.<ns>.<op> the module registers itself ("ns.op"): a triton_op("ns::op"), or a
+        # compiled extension's TORCH_LIBRARY block (harness/guard/allow.py: own_ops)
+        self._ext_ops: set[str] = own_ops(model)
         self._fixpoint_handles()
         self._always_memo: dict[int, bool] = {}
         self._in_progress: set[int] = set()
@@ -248,14 +252,6 @@ class DslModel:
             return
         assigns = self.m.nodes("assignment")
         returns = self.m.nodes("return")
-        for n in self.m.nodes("call"):
-            if self._calls_any(n, _CPP_EXT):
-                args = n.child_by_field_name("arguments")
-                for kw in (args.named_children if args is not None else []):
-                    if kw.type == "keyword_argument" and text(kw.child_by_field_name("name")) == "name":
-                        v = string_value(kw.child_by_field_name("value"))
-                        if v:
-                            self._ext_op_namespaces.add(v)
         for _ in range(6):
             before = (len(self._handles), len(self._handle_dicts), len(self._providers))
             for a in assigns:
@@ -352,7 +348,7 @@ class DslModel:
                     return True
                 for q in self.m.qualnames(fn):
                     parts = q.split(".")
-                    if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and parts[2] in self._ext_op_namespaces:
+                    if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and f"{parts[2]}.{parts[3]}" in self._ext_ops:
                         return True
         return False
 
@@ -659,6 +655,8 @@ def _check_triton_launch(d: DslModel) -> list[Finding]:
     if not entries:
         return []  # entry-defined reports it
     for fn in d.host_path():
+        if fn.stmt:
+            continue  # module-level code that stores into a name the path reads: it runs once, at import
         for call in d.m.nodes_in("call", fn.body):
             if d.is_launch(call) and not d.dead(call, fn):
                 return []
@@ -810,11 +808,13 @@ def _maximal_chains(model: ModuleModel, body: Node):
 
 
 _METHOD_RE = re.compile(rb"\.\s*(" + b"|".join(
-    re.escape(m.encode()) for m in sorted(TENSOR_COMPUTE_METHODS, key=len, reverse=True)) + rb")\s*\(")
+    re.escape(m.encode()) for m in sorted(TENSOR_COMPUTE_METHODS, key=len, reverse=True)) + rb")\b")
 
 
 def _compute_method_calls(model: ModuleModel, body: Node):
-    """(call, method name) for `<expr>.<tensor compute method>(...)` calls in `body`."""
+    """(node, method name) for `<expr>.<tensor compute method>` in `body`: the call where it is called
+    there, else the attribute itself (a bound method handed on, `f = x.softmax; f(-1)`, or the
+    `(x.softmax or d)` that `getattr(x, "softmax", d)` reads as)."""
     base = body.start_byte
     for m in _METHOD_RE.finditer(model.body_bytes(body)):
         n = model.node_at(base + m.start(1), base + m.end(1))
@@ -826,17 +826,20 @@ def _compute_method_calls(model: ModuleModel, body: Node):
         call = attr.parent
         if call is not None and call.type == "call" and call.child_by_field_name("function") == attr:
             yield call, text(n)
+        elif not (call is not None and call.type in ("assignment", "augmented_assignment")
+                  and call.child_by_field_name("left") == attr):
+            yield attr, text(n)  # (written, `self.max = 3`, is no use of a method)
 
 
-def _torch_ok(q: str, dsl: str, ext_ns: set[str]) -> bool:
+def _torch_ok(q: str, dsl: str, ext_ops: set[str]) -> bool:
     head = q.split("()")[0]
     if head in TORCH_ALLOWED or head in _TORCH_ALLOWED_BY_DSL.get(dsl, ()):
         return True
     if any(head.startswith(p) for p in TORCH_ALLOWED_PREFIXES):
         return True
     parts = head.split(".")
-    if len(parts) >= 3 and parts[:2] == ["torch", "ops"] and parts[2] in ext_ns:
-        return True
+    if len(parts) >= 4 and parts[:2] == ["torch", "ops"] and f"{parts[2]}.{parts[3]}" in ext_ops:
+        return True  # an op the module registers itself (never another op of its namespace)
     return False
 
 
@@ -847,7 +850,7 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
             for q in d.m.qualnames(n):
                 if q.split(".")[0] != "torch" or q == "torch":
                     continue
-                if not _torch_ok(q, d.dsl, d._ext_op_namespaces):
+                if not _torch_ok(q, d.dsl, d._ext_ops):
                     out.append(Finding(n, f"`{q.split('()')[0]}` on the entry path (in `{fn.name}`)"))
                     break
                 tail = q.split("()")[1:]
@@ -856,7 +859,7 @@ def _check_torch_compute(d: DslModel) -> list[Finding]:
                     out.append(Finding(n, f"tensor method `.{bad[0]}()` on the entry path (in `{fn.name}`)"))
                     break
         for call, name in _compute_method_calls(d.m, part):
-            f = call.child_by_field_name("function")
+            f = call.child_by_field_name("function") if call.type == "call" else call
             qs = d.m.qualnames(f) if f is not None else frozenset()
             if f is None or (qs and not any(q.startswith("builtins.") for q in qs)):
                 continue  # torch chains were judged above; `math.ceil(...)` is a module's function, not a tensor's
@@ -938,6 +941,7 @@ _CHECKS: dict[str, Callable[[DslModel], list[Finding]]] = {
     "torch-compute": _check_torch_compute,
     "foreign-call": _check_foreign_call,
     "dynamic-lookup": _check_dynamic_lookup,
+    "no-module-state": lambda d: check_module_state(d, Finding),
 }
 assert set(_CHECKS) == set(STATIC_CHECKS)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import keyword
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,6 +40,14 @@ _INDEX = Query(LANGUAGE, """
 (binary_operator operator: "@") @matmul
 (augmented_assignment operator: "@=") @matmul
 ((identifier) @dunder (#any-of? @dunder "__builtins__" "__import__"))
+(augmented_assignment) @augment
+(named_expression) @walrus
+(for_statement) @for
+(for_in_clause) @for
+(as_pattern) @as
+(delete_statement) @delete
+(global_statement) @global
+(nonlocal_statement) @global
 """)
 
 
@@ -124,9 +133,12 @@ class Function:
     cls: str | None = None          # enclosing class name for methods
     nested: bool = False            # defined inside another function
     value: bool = False             # a module-level `name = <expr>`: node is the assignment
+    stmt: bool = False              # a module-level statement that stores into a name: node is the statement
 
     @property
     def body(self) -> Node:
+        if self.stmt:
+            return self.node
         field_name = "right" if self.value else "body"
         return self.node.child_by_field_name(field_name)  # type: ignore[return-value]
 
@@ -155,8 +167,13 @@ class ModuleModel:
     _starts: dict[str, list[int]] = field(default_factory=dict)
     _by_id: dict[int, Function] = field(default_factory=dict)
     _qual_cache: dict[int, frozenset[str]] = field(default_factory=dict)
+    # name -> what stores into the object it names, wherever that is (`_T = {}` then `_T["f"] = g`,
+    # `_T.update(f=g)`, a function that does so, a name bound inside a module-level `if`/`try`/`for`):
+    # the entry path reads them with the name, so an object kept in a container is followed.
+    module_writes: dict[str, list[Function]] = field(default_factory=dict)
     _callee_re: "re.Pattern[bytes] | None" = None
     chain_re: "re.Pattern[bytes] | None" = None   # set by dsl._chain_re
+    _write_sites: "list[WriteSite] | None" = None
 
     @property
     def root(self) -> Node:
@@ -259,13 +276,20 @@ class ModuleModel:
     def all_functions(self) -> Iterator[Function]:
         yield from self._by_id.values()
 
+    def write_sites(self) -> list["WriteSite"]:
+        """Every place an object is written through a name, in source order (cached)."""
+        if self._write_sites is None:
+            self._write_sites = _find_write_sites(self)
+        return self._write_sites
+
     # -- call graph ---------------------------------------------------------------------
     def callees(self, fn: Function) -> list[Function]:
         """Functions `fn` may call or hand on: any module function, nested function or class named in
         its body, and any method whose name follows a dot. Found by a regex over the body's text:
         a name in a string or comment counts too, which only over-approximates (sound)."""
         if self._callee_re is None:
-            plain = set(self.functions) | set(self.nested) | set(self.classes) | set(self.values)
+            plain = set(self.functions) | set(self.nested) | set(self.classes) | set(self.values) \
+                | set(self.module_writes)
             methods = set(self.methods)
             parts = []
             if plain:
@@ -287,6 +311,7 @@ class ModuleModel:
             out += self.functions.get(name, [])
             out += self.nested.get(name, [])
             out += self.values.get(name, [])
+            out += self.module_writes.get(name, [])
             if name in self.classes:  # every method and class attribute: `A.f(x)`, `A().g`, `class A: f = torch.exp`
                 out += [f for fs in self.methods.values() for f in fs if f.cls == name]
         for name in attrs:
@@ -305,6 +330,138 @@ class ModuleModel:
             if not stop(f):
                 todo.extend(self.callees(f))
         return list(seen.values())
+
+
+# -- where objects are written ---------------------------------------------------------------------
+@dataclass
+class WriteSite:
+    """One write through a name: `root` is the identifier written through (None where the target
+    starts at something else, `(a or b)[0] = v`), `node` the statement or call to report, `kind`:
+      bind     the name itself is (re)bound: `x = ...`, `x += 1`, `for x in`, `with ... as x`, `del x`, walrus
+      store    into the object it names: `x[k] = v`, `x.a = v`, `x[k] += 1`, `del x[k]`
+      call     a method called on it (`x.append(v)`, `x.update(...)`, `x.a.clear()`), or `next(x)`
+      setattr  `setattr(x, ...)` / `delattr(x, ...)`
+    `method` is the method's name for kind "call"."""
+    root: Node | None
+    node: Node
+    kind: str
+    method: str = ""
+
+
+def _targets(n: Node | None) -> Iterator[Node]:
+    """The assignable expressions in a target: identifiers, subscripts and attributes."""
+    if n is None:
+        return
+    if n.type in ("identifier", "subscript", "attribute"):
+        yield n
+    elif n.type in ("pattern_list", "tuple_pattern", "list_pattern", "expression_list", "tuple", "list",
+                    "parenthesized_expression", "list_splat_pattern", "list_splat"):
+        for c in n.named_children:
+            yield from _targets(c)
+
+
+def _target_sites(target: Node | None, report: Node, rebind: str = "bind") -> Iterator[WriteSite]:
+    for t in _targets(target):
+        if t.type == "identifier":
+            yield WriteSite(t, report, rebind)
+        else:
+            yield WriteSite(root_identifier(t), report, "store")
+
+
+def _find_write_sites(m: "ModuleModel") -> list[WriteSite]:
+    out: list[WriteSite] = []
+    for a in m.nodes("assignment"):
+        out += _target_sites(a.child_by_field_name("left"), a)
+    for a in m.nodes("augment"):
+        out += _target_sites(a.child_by_field_name("left"), a)
+    for d in m.nodes("delete"):
+        for c in d.named_children:
+            out += _target_sites(c, d)
+    for w in m.nodes("walrus"):
+        out += _target_sites(w.child_by_field_name("name"), w)
+    for f in m.nodes("for"):
+        out += _target_sites(f.child_by_field_name("left"), f)
+    for a in m.nodes("as"):
+        alias = a.child_by_field_name("alias")
+        for c in ([alias] if alias is not None else []):
+            out += _target_sites(c.named_children[0] if c.type == "as_pattern_target" and c.named_children else c, a)
+    for call in m.nodes("call"):
+        fn = call.child_by_field_name("function")
+        if fn is None:
+            continue
+        if fn.type == "attribute":
+            obj = fn.child_by_field_name("object")
+            root = root_identifier(obj) if obj is not None else None
+            if root is not None or (obj is not None and obj.type not in ("string", "concatenated_string")):
+                out.append(WriteSite(root, call, "call", m.text(fn.child_by_field_name("attribute"))))
+            continue
+        qs = m.qualnames(fn)
+        args = call.child_by_field_name("arguments")
+        pos = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+        if pos and qs & {"builtins.setattr", "builtins.delattr"}:
+            out.append(WriteSite(root_identifier(pos[0]) if pos[0].type != "identifier" else pos[0], call, "setattr"))
+        elif pos and "builtins.next" in qs:
+            out.append(WriteSite(root_identifier(pos[0]) if pos[0].type != "identifier" else pos[0], call, "call",
+                                 "__next__"))
+    out.sort(key=lambda w: w.node.start_byte)
+    return out
+
+
+_LOCAL_SCOPES = ("function_definition", "class_definition", "lambda", "list_comprehension", "set_comprehension",
+                 "dictionary_comprehension", "generator_expression")
+
+
+def _module_scope(n: Node) -> bool:
+    p = n.parent
+    while p is not None:
+        if p.type in _LOCAL_SCOPES:
+            return False
+        p = p.parent
+    return True
+
+
+def _global_names(m: "ModuleModel", fn_node: Node) -> set[str]:
+    return {m.text(c) for g in m.nodes_in("global", fn_node) for c in g.named_children if c.type == "identifier"}
+
+
+def _index_module_writes(m: "ModuleModel") -> None:
+    """model.module_writes: for each module-level name, the module-level statements (other than defs
+    and imports) that bind or store into it, and the functions that store into it (or rebind it
+    under `global`). Over-approximate on purpose: it only adds code to the entry path."""
+    imported = {m.text(b) for st in m.import_nodes for b in _binders(st)}
+    # Names of the module's scope: bound by a top-level statement, or anywhere in module-level code
+    # but a lambda's or a comprehension's own scope (`if X: _F = ...`, `for _k in ...`).
+    scope = set(m.module_bindings) | {m.text(w.root) for w in m.write_sites() if w.kind == "bind"
+                                      and w.root is not None and _module_scope(w.root)}
+    top: dict[int, Function] = {}
+    globals_of: dict[int, set[str]] = {}
+    for site in m.write_sites():
+        if site.root is None:
+            continue
+        name = m.text(site.root)
+        if name in imported or name not in scope:
+            continue
+        fn = m.enclosing_function(site.node)
+        if fn is None:  # module-level code: key the top-level statement holding it
+            stmt = site.node
+            while stmt.parent is not None and stmt.parent.type != "module":
+                stmt = stmt.parent
+            if stmt.type in ("function_definition", "class_definition", "decorated_definition"):
+                continue  # (a class body's own names: the class's attributes, read as methods already)
+            unit = top.get(stmt.id)
+            if unit is None:
+                unit = top[stmt.id] = Function(name, stmt, [], stmt=True)
+        else:
+            if site.kind == "bind":
+                g = globals_of.get(fn.node.id)
+                if g is None:
+                    g = globals_of[fn.node.id] = _global_names(m, fn.node)
+                if name not in g:
+                    continue  # a local of the function
+            unit = fn
+        units = m.module_writes.setdefault(name, [])
+        if all(u.node.id != unit.node.id for u in units):
+            units.append(unit)
 
 
 def _decorators(defn: Node) -> list[Node]:
@@ -437,6 +594,7 @@ def build_model(source: str | bytes) -> ModuleModel:
         if not changed:
             break
     model._qual_cache.clear()
+    _index_module_writes(model)
     # A torch.library.triton_op is called as torch.ops.<ns>.<op>: `.op` reaches the decorated function.
     for fn in list(model._by_id.values()):
         for d in fn.decorators:
@@ -492,3 +650,79 @@ def _binders(stmt: Node) -> list[Node]:
 @lru_cache(maxsize=64)
 def cached_model(source: bytes) -> ModuleModel:
     return build_model(source)
+
+
+# -- getattr(obj, "name") read as obj.name ---------------------------------------------------------
+_LOOKUP_READS = frozenset({"builtins.getattr", "builtins.hasattr"})
+_SIMPLE_OBJECTS = ("identifier", "attribute", "call", "subscript", "parenthesized_expression")
+
+
+@dataclass
+class SourceMap:
+    """Byte offsets of a rewritten source back to the original: (new_start, orig_start, copied)
+    segments in order; an offset in a written (not copied) segment maps to the call it replaced."""
+    segments: list[tuple[int, int, bool]]
+
+    def original(self, offset: int) -> int:
+        i = bisect.bisect_right([s[0] for s in self.segments], offset) - 1
+        new_start, orig_start, copied = self.segments[max(i, 0)]
+        return orig_start + (offset - new_start) if copied else orig_start
+
+
+def desugar_lookups(m: ModuleModel) -> tuple[bytes, SourceMap] | None:
+    """The source with every `getattr(obj, "name"[, default])` and `hasattr(obj, "name")` whose name is
+    a literal identifier written `obj.name`, so that every rule (the allowlist, private names, the
+    rules packs' queries, torch on the entry path) judges it exactly as the attribute spelling:
+    `getattr(torch, "from_file")` trips what `torch.from_file` trips. None when there is none."""
+    found: list[tuple[Node, Node, str, Node | None]] = []
+    for call in m.nodes("call"):
+        fn = call.child_by_field_name("function")
+        args = call.child_by_field_name("arguments")
+        if fn is None or args is None or args.type != "argument_list" or not (m.qualnames(fn) & _LOOKUP_READS):
+            continue
+        pos = [a for a in args.named_children if a.type != "comment"]
+        if not 2 <= len(pos) <= 3 or any(a.type in ("keyword_argument", "list_splat", "dictionary_splat") for a in pos):
+            continue
+        name = string_value(pos[1])
+        if name is None or not name.isidentifier() or keyword.iskeyword(name):
+            continue  # a computed name is dsl.py's dynamic-lookup's business
+        found.append((call, pos[0], name, pos[2] if len(pos) == 3 else None))
+    if not found:
+        return None
+    found.sort(key=lambda f: f[0].start_byte)
+    src = m.source
+    out = bytearray()
+    segments: list[tuple[int, int, bool]] = []
+
+    def copy(a: int, b: int) -> None:
+        if a < b:
+            segments.append((len(out), a, True))
+            out.extend(src[a:b])
+
+    def write(data: bytes, at: int) -> None:
+        segments.append((len(out), at, False))
+        out.extend(data)
+
+    def emit(a: int, b: int) -> None:
+        cursor = a
+        for call, obj, name, default in found:
+            if call.start_byte < cursor or call.end_byte > b:
+                continue  # nested in one already written, or outside this range
+            copy(cursor, call.start_byte)
+            # getattr(o, "n", d) -> (o.n or d): the default is code too, and stays where it is read
+            wrap = obj.type not in _SIMPLE_OBJECTS
+            if default is not None:
+                write(b"(", call.start_byte)
+            if wrap:
+                write(b"(", call.start_byte)
+            emit(obj.start_byte, obj.end_byte)
+            write((b")." if wrap else b".") + name.encode(), call.start_byte)
+            if default is not None:
+                write(b" or ", call.start_byte)
+                emit(default.start_byte, default.end_byte)
+                write(b")", call.start_byte)
+            cursor = call.end_byte
+        copy(cursor, b)
+
+    emit(0, len(src))
+    return bytes(out), SourceMap(segments)

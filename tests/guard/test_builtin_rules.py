@@ -95,6 +95,9 @@ CASES: dict[tuple[str, str], tuple[str, str, str]] = {
     ("dsl-triton", "foreign-call"): ("triton", tri(top="import numpy as np", pre="z = np.zeros(1)"),
                                       tri(top="import math", pre="b = math.ceil(x.shape[1] / 2)")),
     ("dsl-triton", "dynamic-lookup"): ("triton", tri(pre="f = eval('1')"), tri(pre="f = getattr(y, 'shape')")),
+    ("dsl-triton", "no-module-state"): ("triton", tri(top="_CALLS = {}", pre="_CALLS['n'] = _CALLS.get('n', 0) + 1"),
+                                         tri(top="_BLOCK = {}", pre="b = _BLOCK.get(x.shape[1])\nif b is None:\n"
+                                             "    b = _BLOCK[x.shape[1]] = triton.next_power_of_2(x.shape[1])")),
     ("dsl-triton", "triton-no-interpreter-switch"): ("triton", tri(top="_E = 'TRITON_INTERPRET'"), tri(top="_E = 'triton rocks'")),
     ("dsl-triton", "allowed-imports"): ("triton", tri(top="import operator"),
                                          tri(top="import math\nfrom triton.language.extra import libdevice")),
@@ -111,6 +114,9 @@ CASES: dict[tuple[str, str], tuple[str, str, str]] = {
     ("dsl-cute", "cute-launch"): ("cute", cute(launch="if x.numel() < 0:\n        _host(from_dlpack(x), from_dlpack(y))"), cute()),
     ("dsl-cute", "torch-compute"): ("cute", cute(post="y = torch.exp(y)"), cute(post="y = y.reshape(x.shape)")),
     ("dsl-cute", "foreign-call"): ("cute", cute(top="import cupy", pre="cupy.zeros(1)"), cute(top="import math", pre="n = math.prod(x.shape)")),
+    ("dsl-cute", "no-module-state"): ("cute", cute(top="_SEEN = []", pre="_SEEN.append(len(_SEEN))"),
+                                       cute(top="_FN = {}", pre="fn = _FN.get(x.dtype)\nif fn is None:\n"
+                                            "    fn = _FN[x.dtype] = cute.compile(_host, from_dlpack(x), from_dlpack(y))")),
     ("dsl-cute", "dynamic-lookup"): ("cute", cute(pre="g = globals()"), cute(pre="g = getattr(x, 'dtype')")),
     # dsl-cuda
     ("dsl-cuda", "allowed-imports"): ("cuda", cuda(top="import ctypes"), cuda(top="import functools")),
@@ -123,6 +129,8 @@ CASES: dict[tuple[str, str], tuple[str, str, str]] = {
                                            cuda(host_body="auto y = at::empty_like(x); k<<<1, 1>>>(nullptr, nullptr, 0); return y;")),
     ("dsl-cuda", "torch-compute"): ("cuda", cuda(post="y = torch.relu(y)"), cuda(post="y = y.contiguous()")),
     ("dsl-cuda", "foreign-call"): ("cuda", cuda(top="import numpy", pre="numpy.zeros(1)"), cuda(top="import math", pre="n = math.prod(x.shape)")),
+    ("dsl-cuda", "no-module-state"): ("cuda", cuda(top="_N = 0", pre="global _N\n_N += 1"),
+                                       cuda(top="_LAST = {}", post="_LAST.update(shape=tuple(x.shape))")),
     ("dsl-cuda", "dynamic-lookup"): ("cuda", cuda(pre="exec('pass')"), cuda(pre="d = getattr(x, 'device')")),
 }
 

@@ -26,6 +26,19 @@ def test_violations_exit_1_with_file_line_col_rule(capsys):
     assert "torch.exp" in out  # the snippet / detail names the offending call
 
 
+def test_check_reads_bytes_like_the_evaluator(capsys, tmp_path):
+    """`warpsmith check` judges the same bytes as `warpsmith eval`: a coding cookie and a lone CR
+    are in them (no read_text() decoding by the locale or newline translation in between)."""
+    cookie = tmp_path / "cookie.py"
+    cookie.write_bytes(b"# -*- coding: utf-7 -*-\n" + GOOD.read_bytes())
+    assert main(["check", "softmax", str(cookie)]) == 1
+    assert capsys.readouterr().out.startswith(f"{cookie}:1:15: source-encoding: line 1 declares the source encoding")
+    lone_cr = tmp_path / "cr.py"
+    lone_cr.write_bytes(GOOD.read_bytes().replace(b"import torch\n", b"import torch  # \rimport os\n", 1))
+    assert main(["check", "softmax", str(lone_cr), "--json"]) == 1
+    assert [r["rule"] for r in json.loads(capsys.readouterr().out)["reasons"]] == ["source-text"]
+
+
 def test_json_verdict(capsys):
     assert main(["check", "softmax", str(BAD), "--json"]) == 1
     v = json.loads(capsys.readouterr().out)

@@ -33,8 +33,10 @@ class Cheat:
 
 
 def parse(path: Path) -> Cheat:
-    text = path.read_text()
-    doc = re.match(r'\s*"""(.*?)"""', text, re.S)
+    # Bytes, leniently decoded: some cheats are about their encoding (a coding cookie on line 1,
+    # bytes that are not UTF-8), and their docstring follows that comment line.
+    text = path.read_bytes().decode("utf-8", "replace")
+    doc = re.match(r'\s*(?:#[^\n]*\n\s*)*"""(.*?)"""', text, re.S)
     assert doc, f"{path}: every red-team candidate starts with a docstring documenting the cheat"
     body = doc.group(1)
 

@@ -116,3 +116,26 @@ def test_a_triton_ops_body_is_watched():
     x = torch.randn(100)
     assert _watch(lambda: torch.ops.watchtest.twice(x)).findings() == []
     assert any("aten.mul" in f for f in _watch(lambda: torch.ops.watchtest.twice_by_torch(x)).findings())
+
+
+def test_the_watch_reads_the_settings_frozen_before_candidate_code(monkeypatch):
+    """Candidate code that replaces the module's list of permitted ops (enum.global_enum did) changes
+    nothing a watch built from the frozen settings reads; the digest the parent compares changes
+    only with the settings themselves."""
+    from harness.evaluate import guards
+
+    frozen = guards.watch_settings()
+
+    class Everything:
+        def __contains__(self, item):
+            return True
+
+    monkeypatch.setattr(guards, "TORCH_NONCOMPUTE_OPS", Everything())
+    x = torch.randn(4, 64)
+    w = TorchComputeWatch(frozen)
+    with w:
+        torch.softmax(x, -1)
+    assert w.findings(), "the watch read the replaced module name"
+    assert frozen.digest() == guards.WatchSettings(frozen.noncompute_ops, frozen.to_python, PYTHON_VALUES_LIMIT).digest()
+    assert frozen.digest() != guards.WatchSettings(frozen.noncompute_ops | {"_softmax"}, frozen.to_python,
+                                                   PYTHON_VALUES_LIMIT).digest()

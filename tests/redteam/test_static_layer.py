@@ -22,7 +22,8 @@ def test_some_candidates_document_the_static_stage():
 @pytest.mark.parametrize("cheat", DOCUMENTED, ids=lambda c: c.name)
 def test_static_stage(cheat):
     task = load_task(REPO / "kernels" / cheat.task)
-    fired = {v.rule for v in check_source(cheat.path.read_text(), task) if v.severity == "error"}
+    # The file's bytes, as the evaluator reads them (a coding cookie or a lone CR is part of some cheats).
+    fired = {v.rule for v in check_source(cheat.path.read_bytes(), task) if v.severity == "error"}
     if cheat.static == ["none"]:
         assert not fired, f"{cheat.name} is documented to pass the static stage, but {sorted(fired)} fired"
         return

@@ -1,9 +1,10 @@
 """Cheat (class 6): the torch function is bound by a module-level `for` (not an assignment,
-so no alias and no module-level value the call graph follows) and a staging copy kernel writes the
-output. The allowlist judges every name reached from an import, wherever it is: torch.special is
-not on it.
-Expect: allowed-names
-Static: allowed-names
+so no alias and no module-level value) and a staging copy kernel writes the output. The allowlist
+judges every name reached from an import, wherever it is: torch.special is not on it; and the
+entry path now follows names bound anywhere at module level (issue 37), so torch-compute names it
+too (the more specific rule is the one reported for the node).
+Expect: allowed-names | torch-compute
+Static: allowed-names | torch-compute
 Device: cpu
 Stages: all
 """

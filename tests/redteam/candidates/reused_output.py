@@ -2,10 +2,11 @@
 rewrites it honestly each time), saving the allocation; a caller holding the previous result
 sees it overwritten. Kept in a list (`.append`), which the static no-result-cache rule's
 subscript/setdefault patterns don't read. Each call's answer is right, so only comparing
-storage with the previous call's output shows it.
+storage with the previous call's output shows it. The static stage now refuses it too
+(no-module-state: a module-level list grown and read on the entry path).
 Expect: output-fresh
 Device: cpu
-Static: none
+Static: no-module-state
 """
 import torch
 import triton
