@@ -30,7 +30,10 @@ from harness.evaluate.channel import ChannelError, Endpoint, Forged, widen_pipe
 from harness.evaluate.sandbox import REPO_ROOT, descendants, disabled_by_user, sweep, wrap
 from harness.tasks import Task
 
-OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000
+OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000  # bytes of the child's output a verdict shows: its start and end
+# Bytes of stdout+stderr a child may write in all before it is stopped (rule output-flood): far above
+# what an honest kernel prints (a warning or two), far below what would cost the parent anything.
+OUTPUT_CAP = 8 << 20
 
 # Environment: keep what Python, torch, Triton and CUDA need; drop everything else, and drop
 # anything that looks like a credential even when its prefix is allowed.
@@ -144,6 +147,61 @@ def _default_mem_cap() -> float:
     return min(total / 2, 64 * 2**30)
 
 
+class BoundedOutput:
+    """The child's stdout and stderr, read from a pipe: the first and last bytes kept, the rest only
+    counted. Why a pipe: a file on the host had no size cap and was read whole (a 2 GiB flood took
+    the parent from 0.25 to 4.4 GB), and the usual cap on a file, RLIMIT_FSIZE, would also limit the
+    child's memfds and scratch files (outputs of gigabytes travel as memfds). The parent drains the
+    pipe while it waits on the child (ChildProcess._wait), never more than OUTPUT_CAP bytes; when
+    nobody drains it, a writer in the child blocks, which costs only the child's own time."""
+
+    HEAD, TAIL = OUTPUT_HEAD, OUTPUT_TAIL  # bytes kept of the start and of the end
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.open = True
+
+    def drain(self) -> None:
+        """Read what is there now (never blocks), up to OUTPUT_CAP in all."""
+        while self.open and self.total <= OUTPUT_CAP:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.close()
+                return
+            self.total += len(data)
+            room = self.HEAD - len(self.head)
+            if room > 0:
+                self.head += data[:room]
+                data = data[room:]
+            self.tail += data
+            del self.tail[:-self.TAIL]
+
+    @property
+    def flooded(self) -> bool:
+        return self.total > OUTPUT_CAP
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return (self.head + self.tail).decode("utf-8", "replace")
+        return (self.head.decode("utf-8", "replace") + f"\n[... {cut} bytes cut ...]\n"
+                + self.tail.decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            os.close(self.fd)
+
+
 class ChildProcess:
     """One spawned child: private pipes, scrubbed env, own cwd, deadline, memory watchdog."""
 
@@ -158,7 +216,7 @@ class ChildProcess:
         self.sandboxed = bool(opts.sandbox)
         # tmp/scratch: the only place the child may write (its cwd, HOME, TMPDIR, Triton cache: a
         # cache of its own, so a candidate can't plant binaries that later evaluations load);
-        # tmp/in: the task and the files it imports, read-only to it; tmp/output.log: out of its reach.
+        # tmp/in: the task and the files it imports, read-only to it.
         self.tmp = Path(tempfile.mkdtemp(prefix="warpsmith-eval-"))
         self.scratch = self.tmp / "scratch"
         self.cwd = self.scratch / "cwd"
@@ -166,7 +224,6 @@ class ChildProcess:
         for d in (self.cwd, self.scratch / "home", self.scratch / "tmp", self.scratch / "triton", self.scratch / "cute",
                   self.staged):
             d.mkdir(parents=True)
-        self.log_path = self.tmp / "output.log"
         self.marker = "warpsmith-" + secrets.token_hex(8)  # finds its processes without the sandbox
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
@@ -183,12 +240,15 @@ class ChildProcess:
         if self.sandboxed:
             argv = wrap(argv, self.scratch, gpu=on_gpu, python=opts.python, readonly=[str(self.staged)],
                         chdir=self.cwd)
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, pass_fds=(req_r, res_w, files_c.fileno()), start_new_session=True,
-        )
-        log.close()
+        out_r, out_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+                stdout=out_w, stderr=out_w, pass_fds=(req_r, res_w, files_c.fileno()), start_new_session=True,
+            )
+        finally:
+            os.close(out_w)
+        self.out = BoundedOutput(out_r)
         os.close(req_r)
         os.close(res_w)
         files_c.close()
@@ -266,12 +326,14 @@ class ChildProcess:
             if left <= 0:
                 self.kill()
                 raise ChildFailed("timeout", "")
-            r, _, _ = select.select([fd], [], [], min(left, 0.2))
+            r, _, _ = select.select([fd] + ([self.out.fd] if self.out.open else []), [], [], min(left, 0.2))
+            if self.out.open and self.out.fd in r:
+                self._drain_output()
             # The memory watchdog reads /proc at most 20 times a second: a large output arrives in
             # thousands of reads, and a /proc read before each was most of the transfer's time.
             now = time.monotonic()
             if now - self._rss_checked < 0.05:
-                if r:
+                if fd in r:
                     return
                 continue
             self._rss_checked = now
@@ -281,8 +343,16 @@ class ChildProcess:
                 self.kill()
                 raise ChildFailed("memory-cap", f"used {rss / 2**30:.1f} GiB of host memory, over the cap of "
                                                 f"{self.mem_cap / 2**30:.1f} GiB")
-            if r:
+            if fd in r:
                 return
+
+    def _drain_output(self) -> None:
+        self.out.drain()
+        if self.out.flooded:
+            self.kill()
+            raise ChildFailed("output-flood", f"the child wrote more than {OUTPUT_CAP >> 20} MiB to stdout/stderr "
+                                              "(a kernel's call should print nothing, a warning at most); it was "
+                                              "stopped there, and the verdict keeps the head and tail of it")
 
     def start(self, timeout: float) -> dict:
         """Wait for the child's setup answer (sent before any candidate code is imported)."""
@@ -314,15 +384,10 @@ class ChildProcess:
         return reply, tensors
 
     def output(self) -> str:
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        text = data.decode("utf-8", "replace")
-        if len(text) > OUTPUT_HEAD + OUTPUT_TAIL:
-            cut = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
-            text = text[:OUTPUT_HEAD] + f"\n[... {cut} characters cut ...]\n" + text[-OUTPUT_TAIL:]
-        return text
+        """The head and tail of what the child printed (what is in the pipe now read too, never more than
+        OUTPUT_CAP in all)."""
+        self.out.drain()
+        return self.out.text()
 
     def kill(self) -> list[int]:
         """Kill the child and everything it started. Sandboxed: the pid namespace's init dies with
@@ -358,6 +423,7 @@ class ChildProcess:
                 pass
         if self.ep.sock is not None:
             self.ep.sock.close()
+        self.out.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
