@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.evaluate.channel import ChannelError, Endpoint, Forged, widen_pipe
-from harness.evaluate.sandbox import REPO_ROOT, descendants, disabled_by_user, sweep, wrap
+from harness.evaluate.sandbox import (REPO_ROOT, descendants, disabled_by_user, sweep, scratch_bytes,
+                                      tmpfs_mounts, tmpfs_used, wrap)
 from harness.tasks import Task
 
 OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000  # bytes of the child's output a verdict shows: its start and end
@@ -133,10 +134,14 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident memory of a process and everything under it (the sandbox's bwrap, the child, and
-    any process candidate code starts: a forked helper must not escape the memory cap)."""
-    return _rss_bytes(pid) + sum(_rss_bytes(p) for p in descendants(pid))
+def _tree_memory(pid: int, mounts: dict[str, int]) -> int:
+    """Host memory a process and everything under it hold: resident memory (the sandbox's bwrap, the
+    child, and any process candidate code starts: a forked helper must not escape the memory cap), plus
+    what its sandbox's tmpfs mounts hold (files there are memory no RSS counts: /dev/shm, the scratch
+    folder), seen through the first process under bwrap, the sandbox's init."""
+    kids = descendants(pid)
+    rss = _rss_bytes(pid) + sum(_rss_bytes(p) for p in kids)
+    return rss + (tmpfs_used(kids[0], mounts) if kids and mounts else 0)
 
 
 def _default_mem_cap() -> float:
@@ -237,9 +242,16 @@ class ChildProcess:
                    CUTE_DSL_CACHE_DIR=str(self.scratch / "cute"),
                    XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"), WARPSMITH_EVAL_MARK=self.marker)
         argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w), str(files_c.fileno())]
+        # Counted in the memory cap with its RSS: files in the sandbox's tmpfs mounts are memory too.
+        self.tmpfs: dict[str, int] = {}
         if self.sandboxed:
+            # The scratch folder a sized tmpfs (the host folders above stay empty mount points): a
+            # candidate can't fill the host's disk, and what it writes there counts as its memory.
+            size = scratch_bytes()
             argv = wrap(argv, self.scratch, gpu=on_gpu, python=opts.python, readonly=[str(self.staged)],
-                        chdir=self.cwd)
+                        chdir=self.cwd, scratch_size=size, scratch_dirs=["cwd", "home", "tmp", "triton", "cute"])
+            self.tmpfs = tmpfs_mounts(self.scratch, size)
+        self.tmpfs_counted = False  # from the child's hello on: before it, bwrap may still be building the mounts
         out_r, out_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
@@ -337,12 +349,13 @@ class ChildProcess:
                     return
                 continue
             self._rss_checked = now
-            rss = _tree_rss(self.proc.pid)
+            rss = _tree_memory(self.proc.pid, self.tmpfs if self.tmpfs_counted else {})
             self.peak_rss = max(self.peak_rss, rss)
             if rss > self.mem_cap:
                 self.kill()
-                raise ChildFailed("memory-cap", f"used {rss / 2**30:.1f} GiB of host memory, over the cap of "
-                                                f"{self.mem_cap / 2**30:.1f} GiB")
+                raise ChildFailed("memory-cap", f"used {rss / 2**30:.1f} GiB of host memory (its processes' "
+                                                "resident memory and the files in its tmpfs mounts), over the "
+                                                f"cap of {self.mem_cap / 2**30:.1f} GiB")
             if fd in r:
                 return
 
@@ -356,7 +369,10 @@ class ChildProcess:
 
     def start(self, timeout: float) -> dict:
         """Wait for the child's setup answer (sent before any candidate code is imported)."""
-        return self.request(None, timeout)[0]
+        hello = self.request(None, timeout)[0]
+        # The sandbox is built (the child runs in it): its tmpfs mounts are its own, and count.
+        self.tmpfs_counted = True
+        return hello
 
     def request(self, req: dict | None, timeout: float | None) -> tuple[dict, list]:
         # None: the caller built EvalOptions without a task-derived limit (benches); the GPU default.
