@@ -144,6 +144,18 @@ def _tree_memory(pid: int, mounts: dict[str, int]) -> int:
     return rss + (tmpfs_used(kids[0], mounts) if kids and mounts else 0)
 
 
+def _ns_pid(pid: int) -> int | None:
+    """A process's pid in its own (innermost) pid namespace, from /proc/PID/status's NSpid line."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _default_mem_cap() -> float:
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -271,6 +283,7 @@ class ChildProcess:
         self.mem_cap = int(_default_mem_cap())
         self.assigned = False
         self.swept: list[int] = []
+        self.own_pids: set[int] = set()  # bwrap, its init and the child, by pid (from the child's hello)
         os.write(req_w, self.key)
         if task is not None:
             self.assign(task, opts)
@@ -312,25 +325,36 @@ class ChildProcess:
         return dst
 
     def leftover_processes(self) -> list[str]:
-        """Processes of this child still running besides the child itself (candidate code that
-        started one and left it behind), as 'pid name' strings."""
-        if self.proc.poll() is not None:
+        """Processes of this child still running besides the harness's own (candidate code that
+        started one and left it behind), as 'pid name' strings. Found by pid, never by name: a
+        process can call itself anything (prctl PR_SET_NAME "bwrap")."""
+        if self.proc.poll() is not None or not self.own_pids:  # (no hello: no candidate code ran)
             return []
         out = []
         for pid in descendants(self.proc.pid):
+            if pid in self.own_pids:
+                continue
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     stat = f.read()
             except OSError:
                 continue
             name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:][:1]
-            if state == "Z" or name == "bwrap":
-                continue
-            out.append((pid, name))
-        # The child itself: the first non-bwrap process under the sandbox, or none without it.
-        if self.sandboxed and out:
-            out = out[1:]
-        return [f"{pid} {name}" for pid, name in out]
+            if state != "Z":
+                out.append(f"{pid} {name}")
+        return out
+
+    def _note_own_pids(self, hello: dict) -> None:
+        """The harness's processes, known by pid when the child says hello (before any candidate code
+        runs): bwrap, the sandbox's init (pid 1 of its pid namespace) and the child (the pid it reports,
+        in that namespace, read from each process's NSpid line)."""
+        own = {self.proc.pid}
+        pid = hello.get("pid")
+        if self.sandboxed and type(pid) is int:
+            for p in descendants(self.proc.pid):
+                if _ns_pid(p) in (1, pid):
+                    own.add(p)
+        self.own_pids = own
 
     def _wait(self, fd: int) -> None:
         while True:
@@ -372,6 +396,7 @@ class ChildProcess:
         hello = self.request(None, timeout)[0]
         # The sandbox is built (the child runs in it): its tmpfs mounts are its own, and count.
         self.tmpfs_counted = True
+        self._note_own_pids(hello)
         return hello
 
     def request(self, req: dict | None, timeout: float | None) -> tuple[dict, list]:
