@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.evaluate.channel import ChannelError, Endpoint, Forged, widen_pipe
+from harness.evaluate.channel import ChannelError, Endpoint, Forged, Malformed, widen_pipe
 from harness.evaluate.sandbox import (REPO_ROOT, descendants, disabled_by_user, sweep, scratch_bytes,
                                       tmpfs_mounts, tmpfs_used, wrap)
 from harness.tasks import Task
@@ -400,6 +400,12 @@ class ChildProcess:
         return hello
 
     def request(self, req: dict | None, timeout: float | None) -> tuple[dict, list]:
+        """Send `req` (None: wait for the hello) and return the child's reply and tensors, checked
+        against the op's schema (harness/evaluate/replies.py) before any reader sees them."""
+        # (pydantic and the schemas: ~0.1 s, paid by the first evaluation, not by every command's start)
+        from harness.evaluate import replies
+
+        op = (req or {}).get("op")
         # None: the caller built EvalOptions without a task-derived limit (benches); the GPU default.
         self.deadline = time.monotonic() + (timeout if timeout is not None else 120.0)
         try:
@@ -407,6 +413,9 @@ class ChildProcess:
                 self.ep.send(req)
             t0 = time.monotonic()
             reply, tensors = self.ep.recv()
+            why = replies.problem(op, req, reply, len(tensors))
+            if why:
+                raise Malformed(why)
             # Seconds the child spent on the op vs the whole round trip (the rest is the channel).
             self.busy_s += float(reply.get("child_s") or 0.0)
             self.round_trip_s += time.monotonic() - t0
@@ -414,9 +423,14 @@ class ChildProcess:
             self.kill()
             raise ChildFailed("result-channel-forged", f"{e}; something in the candidate's process wrote to the "
                                                        "harness's private result channel") from None
+        except Malformed as e:
+            self.kill()
+            raise ChildFailed("malformed-reply", f"the child's reply to `{op or 'setup'}`: {e}; the harness's "
+                                                 "child never sends that: code in its process wrote to the private "
+                                                 "result channel (with the key it found there)") from None
         except ChildFailed as e:
             if e.rule == "timeout":
-                raise ChildFailed("timeout", f"no answer within {timeout:.0f} s (op {(req or {}).get('op', 'setup')}); "
+                raise ChildFailed("timeout", f"no answer within {timeout:.0f} s (op {op or 'setup'}); "
                                              "the child was killed") from None
             raise
         except (ChannelError, BrokenPipeError, OSError):

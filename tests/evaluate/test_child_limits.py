@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 import select
+import struct
 import threading
 from pathlib import Path
 
 import pytest
 
+from harness.evaluate import replies
+from harness.evaluate.channel import Endpoint, Malformed
 from harness.evaluate.process import (OUTPUT_CAP, OUTPUT_HEAD, OUTPUT_TAIL, BoundedOutput, ChildProcess,
                                       EvalOptions)
 from harness.evaluate.sandbox import SMALL_TMPFS_BYTES, descendants, probe, tmpfs_mounts, tmpfs_used, wrap
@@ -95,3 +98,86 @@ def test_the_scratch_folder_is_bounded_and_nothing_written_there_reaches_the_hos
         assert host == []  # the host folder is only the mount point
     finally:
         child.close()
+
+
+# -- replies: each field the parent reads, checked per op before any reader sees it ---------------------
+
+CALL_OK = {"ok": True, "observed": [], "notes": [], "launches": 2, "driver_launches": 0, "hook": False,
+           "kernels": ["_softmax_rows"], "n_out": 1, "current_stream_default": True, "child_s": 0.01}
+
+
+@pytest.mark.parametrize("op,req,reply,field", [
+    ("call", {}, dict(CALL_OK, n_out="1"), "n_out"),                       # a string for a number
+    ("call", {}, {k: v for k, v in CALL_OK.items() if k != "n_out"}, "n_out"),  # a missing key
+    ("call", {}, dict(CALL_OK, observed={"rule": "none"}), "observed"),   # an object for a list
+    ("call", {}, dict(CALL_OK, observed=[{"rule": "x"}]), "observed.0.message"),
+    ("call", {}, dict(CALL_OK, launches=10**40), "launches"),              # a huge number
+    ("call", {}, dict(CALL_OK, launches=True), "launches"),                # a bool for a count
+    ("call", {}, dict(CALL_OK, child_s=-1.0), "child_s"),
+    ("call", {}, {"ok": False, "error": ["a", "list"]}, "error"),
+    ("time", {"roles": ["candidate"]},
+     {"ok": True, "roles": {"candidate": {"event_us": [1.0, float("nan")], "wall_us": [], "bad": 0}}}, "roles.candidate.event_us.1"),
+    ("time", {"roles": ["incumbent", "candidate"]},
+     {"ok": True, "roles": {"candidate": {"event_us": [], "wall_us": [], "bad": 0}}}, "roles"),
+    ("batch", {}, {"ok": True, "n": 5, "event_us": "fast", "child_us": 1.0, "out_bytes": 10}, "event_us"),
+    ("fetch", {}, {"ok": True, "observed": []}, "n_out"),
+    ("mem", {}, {"ok": True, "free": -5}, "free"),
+    (None, None, {"ok": True, "startup_s": {}}, "pid"),
+    (None, None, {"ok": True, "pid": 2, "startup_s": {"preload": "1.2"}}, "startup_s.preload"),
+    ("import", {}, {"ok": True, "patched": "everything", "observed": []}, "patched"),
+    ("device", {}, {"ok": True, "name": 7}, "name"),
+])
+def test_a_malformed_reply_is_named_by_its_field(op, req, reply, field):
+    why = replies.problem(op, req, reply)
+    assert why is not None and f"field `{field}" in why, why
+
+
+@pytest.mark.parametrize("reply", [[1, 2], "ok", None, {"ok": 1}, {"observed": []}])
+def test_a_reply_that_is_no_object_or_has_no_ok_is_malformed(reply):
+    assert replies.problem("call", {}, reply) is not None
+
+
+def test_the_replies_the_child_sends_fit_their_schemas():
+    assert replies.problem("call", {}, CALL_OK) is None
+    assert replies.problem("call", {}, {"ok": False, "kind": "crashed", "detail": "exception",
+                                        "error": "ValueError: x", "traceback": "...", "child_s": 0.1}) is None
+    assert replies.problem(None, None, {"ok": True, "pid": 2, "startup_s": {"main_at": 1.7e9, "cuda_init": None}}) is None
+    assert replies.problem("time", {"roles": ["candidate"]}, {
+        "ok": True, "roles": {"candidate": {"event_us": [3.5], "event_all_us": [3.6], "wall_us": [9.0], "bad": 0,
+                                            "checked": 1, "graph_us": [], "graph_error": None}},
+        "overhead_event_us": 1.0, "n_buffers": 4, "observed": []}) is None
+    assert replies.problem("batch", {}, {"ok": True, "n": 0, "event_us": None, "child_us": 2.0, "out_bytes": 0}) is None
+    assert replies.problem("device", {}, {"ok": True, "name": "NVIDIA H200", "l2_bytes": 52428800, "sms": 132,
+                                          "copy_bw_Bps": 3.9e12, "peak_tflops": 989.0, "torch": "2.6",
+                                          "triton": "3.2", "future_field": {"any": "thing"}}) is None
+
+
+def _pair():
+    """Two endpoints over pipes (the child's side sends, the parent's receives), same key."""
+    a_r, a_w = os.pipe()
+    key = b"k" * 32
+    return Endpoint(-1, a_w, key), Endpoint(a_r, -1, key)
+
+
+def _frame(ep: Endpoint, body: bytes) -> None:
+    """A frame signed with the endpoint's key, whatever its body (what code holding the key can send)."""
+    mac = ep._mac(ep.sent, [body])
+    ep.sent += 1
+    os.write(ep.wfd, struct.pack(">I", len(body)) + mac + body)
+
+
+@pytest.mark.parametrize("body", [
+    b'[1, 2]\n',                                                             # a list, not an object
+    b'{"ok": true, "child_s": NaN}\n',                                       # NaN
+    b'{"ok": true, "n": Infinity}\n',
+    b'{"ok": true, "tensors": "none"}\n',
+    b'{"ok": true, "tensors": [{"dtype": "float32", "shape": [4], "nbytes": "16"}]}\n',
+    b'{"ok": true, "tensors": [{"dtype": "float32", "shape": [1000], "nbytes": 8}]}\n' + b"\0" * 8,
+    b'{"ok": true, "tensors": [{"dtype": "float32", "shape": [4], "nbytes": 64}]}\n' + b"\0" * 8,
+    b'{"ok": true, "tensors": [{"dtype": "__class__", "shape": [2], "nbytes": 8}]}\n' + b"\0" * 8,
+])
+def test_a_signed_frame_the_harness_never_writes_is_malformed_not_a_crash(body):
+    child, parent = _pair()
+    _frame(child, body)
+    with pytest.raises(Malformed):
+        parent.recv()
