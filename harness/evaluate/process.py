@@ -9,6 +9,7 @@ a stage or the runner.
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import math
 import os
@@ -18,6 +19,7 @@ import select
 import socket
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -234,10 +236,15 @@ class ChildProcess:
         # tmp/scratch: the only place the child may write (its cwd, HOME, TMPDIR, Triton cache: a
         # cache of its own, so a candidate can't plant binaries that later evaluations load);
         # tmp/in: the task and the files it imports, read-only to it.
-        self.tmp = Path(tempfile.mkdtemp(prefix="warpsmith-eval-"))
-        self.scratch = self.tmp / "scratch"
+        # Named at random, per child: the layout is no sign of the harness that a kernel could test for.
+        self.tmp = Path(tempfile.mkdtemp())
+        self.scratch = self.tmp / secrets.token_hex(6)
         self.cwd = self.scratch / "cwd"
-        self.staged = self.tmp / "in"
+        self.staged = self.tmp / secrets.token_hex(6)
+        # Modules beside a staged file come with it (stage()); the runner turns it off when the static
+        # stage runs, which never read them. Why each one was refused: said in an import error.
+        self.stage_siblings = True
+        self.unstaged: list[str] = []
         for d in (self.cwd, self.scratch / "home", self.scratch / "tmp", self.scratch / "triton", self.scratch / "cute",
                   self.staged):
             d.mkdir(parents=True)
@@ -252,7 +259,9 @@ class ChildProcess:
         # CUTE_DSL_CACHE_DIR: CuTe DSL's compile cache, like Triton's one of its own per child.
         env.update(TMPDIR=str(self.scratch / "tmp"), TRITON_CACHE_DIR=str(self.scratch / "triton"),
                    CUTE_DSL_CACHE_DIR=str(self.scratch / "cute"),
-                   XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"), WARPSMITH_EVAL_MARK=self.marker)
+                   XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"))
+        if not self.sandboxed:  # (the sandbox's pid namespace finds its processes: no marker to read there)
+            env["WARPSMITH_EVAL_MARK"] = self.marker
         argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w), str(files_c.fileno())]
         # Counted in the memory cap with its RSS: files in the sandbox's tmpfs mounts are memory too.
         self.tmpfs: dict[str, int] = {}
@@ -301,27 +310,33 @@ class ChildProcess:
 
     def stage(self, path: Path) -> Path:
         """A copy of a file or folder where the child can read it (the sandbox hides /tmp and the
-        homes) but not change it. The parent keeps using the original. A file comes with the
-        modules next to it that it imports (a helper module beside a candidate)."""
+        homes) but not change it, in a folder named at random (no path tells the harness's call from
+        a user's by its layout). The parent keeps using the original. A file comes with the modules
+        beside it that it imports, where stage_siblings allows (harness code and tests that import a
+        helper, and evaluations without the static stage): regular files of its own folder only, never
+        followed through a symbolic link (see _copy_sibling)."""
         path = Path(path)
-        dst = self.staged / f"{len(list(self.staged.iterdir()))}" / path.name
-        if path.is_dir():
+        dst = self.staged / secrets.token_hex(6) / path.name
+        if path.is_dir():  # the task's folder: the user's own, trusted like their task.toml
             shutil.copytree(path, dst, ignore=shutil.ignore_patterns("__pycache__", ".git"))
             return dst
         dst.parent.mkdir(parents=True)
-        shutil.copyfile(path, dst)
+        shutil.copyfile(path, dst)  # (the file the caller named: resolved by the runner)
+        if not self.stage_siblings:
+            return dst
+        folder = path.resolve().parent
         todo, seen = [path], {path.name}
         while todo:
-            for name in _local_imports(todo.pop()):
-                for sib in (path.parent / f"{name}.py", path.parent / name):
-                    if sib.name in seen or not sib.exists():
-                        continue
-                    seen.add(sib.name)
-                    if sib.is_dir():
-                        shutil.copytree(sib, dst.parent / sib.name, ignore=shutil.ignore_patterns("__pycache__"))
-                    else:
-                        shutil.copyfile(sib, dst.parent / sib.name)
-                        todo.append(sib)
+            for name in sorted(_local_imports(todo.pop())):
+                sib = folder / f"{name}.py"
+                if sib.name in seen or not name.isidentifier():
+                    continue
+                seen.add(sib.name)
+                why = _copy_sibling(sib, dst.parent / sib.name)
+                if why is None:
+                    todo.append(sib)
+                elif why:
+                    self.unstaged.append(f"{sib.name} ({why})")
         return dst
 
     def leftover_processes(self) -> list[str]:
@@ -480,6 +495,31 @@ class ChildProcess:
             self.ep.sock.close()
         self.out.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+SIBLING_MAX_BYTES = 16 << 20  # a module beside a candidate larger than this is no helper module
+
+
+def _copy_sibling(src: Path, dst: Path) -> str | None:
+    """Copy a module beside a candidate if it is a regular file of that folder: None when copied, ""
+    when there is none, else why not. Opened with O_NOFOLLOW and checked with fstat on the open file,
+    so a symbolic link (to a secret the parent may read and the sandbox hides), a fifo or a device is
+    refused, and nothing can swap the file between the check and the read."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return "a symbolic link" if e.errno == errno.ELOOP else f"unreadable: {e.strerror}"
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size > SIBLING_MAX_BYTES:
+            return f"{st.st_size} bytes: larger than a helper module"
+        os.set_blocking(f.fileno(), True)
+        dst.write_bytes(f.read(SIBLING_MAX_BYTES + 1))
+    return None
 
 
 def _local_imports(path: Path) -> set[str]:

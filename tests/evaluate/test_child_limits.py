@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.evaluate import replies
+from harness.evaluate import EvalOptions, evaluate, replies
 from harness.evaluate.channel import Endpoint, Malformed
-from harness.evaluate.process import (OUTPUT_CAP, OUTPUT_HEAD, OUTPUT_TAIL, BoundedOutput, ChildProcess,
-                                      EvalOptions)
+from harness.evaluate.process import (OUTPUT_CAP, OUTPUT_HEAD, OUTPUT_TAIL, SIBLING_MAX_BYTES, BoundedOutput,
+                                      ChildProcess, _copy_sibling)
 from harness.evaluate.sandbox import SMALL_TMPFS_BYTES, descendants, probe, tmpfs_mounts, tmpfs_used, wrap
 from harness.tasks import load_task
 
@@ -181,3 +181,54 @@ def test_a_signed_frame_the_harness_never_writes_is_malformed_not_a_crash(body):
     _frame(child, body)
     with pytest.raises(Malformed):
         parent.recv()
+
+
+# -- staging: regular files of the candidate's own folder, at a path drawn per evaluation ---------------
+
+def test_only_a_regular_file_beside_the_candidate_is_copied(tmp_path):
+    (tmp_path / "helper.py").write_text("X = 1\n")
+    (tmp_path / "secret").write_text("token = 'WARPSMITH_CANARY_link'\n")
+    (tmp_path / "link.py").symlink_to(tmp_path / "secret")
+    os.mkfifo(tmp_path / "pipe.py")  # (a reader of a fifo would wait forever for a writer)
+    (tmp_path / "big.py").write_bytes(b"#" * (SIBLING_MAX_BYTES + 1))
+    out = tmp_path / "out"
+    out.mkdir()
+    assert _copy_sibling(tmp_path / "helper.py", out / "helper.py") is None
+    assert (out / "helper.py").read_text() == "X = 1\n"
+    assert _copy_sibling(tmp_path / "link.py", out / "link.py") == "a symbolic link"
+    assert _copy_sibling(tmp_path / "pipe.py", out / "pipe.py") == "not a regular file"
+    assert "larger than a helper module" in _copy_sibling(tmp_path / "big.py", out / "big.py")
+    assert _copy_sibling(tmp_path / "none.py", out / "none.py") == ""
+    assert sorted(p.name for p in out.iterdir()) == ["helper.py"]
+
+
+def test_the_staging_layout_is_drawn_per_child_and_siblings_come_only_where_allowed(tmp_path):
+    (tmp_path / "cand.py").write_text("import helper\n")
+    (tmp_path / "helper.py").write_text("X = 1\n")
+    a, b = (ChildProcess(None, on_gpu=False, opts=EvalOptions(on_gpu=False)) for _ in range(2))
+    try:
+        pa, pb = a.stage(tmp_path / "cand.py"), b.stage(tmp_path / "cand.py")
+        assert (pa.parent / "helper.py").is_file()  # allowed by default (tests and benches)
+        assert pa.name == pb.name == "cand.py" and pa.relative_to(a.tmp) != pb.relative_to(b.tmp)
+        assert "warpsmith" not in str(pa) and "/in/" not in str(pa)
+        b.stage_siblings = False  # (the runner's setting when the static stage runs)
+        assert not (b.stage(tmp_path / "cand.py").parent / "helper.py").exists()
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.skipif(not probe()[0], reason=f"no sandbox here: {probe()[1]}")
+def test_a_symlink_beside_the_candidate_is_not_staged_and_its_target_never_reaches_the_verdict(tmp_path):
+    secret = tmp_path / "home" / ".aws" / "credentials"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("aws_secret_access_key = WARPSMITH_CANARY_link\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "secret_link.py").write_bytes((CANDIDATES / "secret_link.py").read_bytes())
+    (project / "_secret_link.py").symlink_to(secret)
+    v = evaluate(load_task(REPO / "kernels" / "softmax"), project / "secret_link.py",
+                 options=EvalOptions(on_gpu=False, shapes=["odd rows"], static=False, spare_child=False))
+    assert [r["rule"] for r in v["reasons"]] == ["import-error"], v["reasons"]
+    assert "not staged beside the candidate: _secret_link.py (a symbolic link)" in v["reasons"][0]["message"]
+    assert "WARPSMITH_CANARY" not in repr(v)
