@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.evaluate.channel import ChannelError, Endpoint, Forged, Malformed, widen_pipe
-from harness.evaluate.sandbox import (REPO_ROOT, descendants, disabled_by_user, sweep, scratch_bytes,
+from harness.evaluate.sandbox import (REPO_ROOT, descendants, disabled_by_user, memory_cgroup, scratch_bytes, sweep,
                                       tmpfs_mounts, tmpfs_used, wrap)
 from harness.tasks import Task
 
@@ -273,6 +273,12 @@ class ChildProcess:
                         chdir=self.cwd, scratch_size=size, scratch_dirs=["cwd", "home", "tmp", "triton", "cute"])
             self.tmpfs = tmpfs_mounts(self.scratch, size)
         self.tmpfs_counted = False  # from the child's hello on: before it, bwrap may still be building the mounts
+        self.mem_cap = int((opts.mem_cap_gb * 2**30) if (task is not None and opts.mem_cap_gb) else _default_mem_cap())
+        # Where the kernel allows it (a cgroup v2 of this process's own: sandbox.memory_cgroup), a cgroup
+        # per child whose memory.max counts all of its memory; the child joins it before it execs bwrap.
+        self.cgroup = _child_cgroup(self.mem_cap)
+        if self.cgroup is not None:
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup / "cgroup.procs"), *argv]
         out_r, out_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
@@ -289,7 +295,6 @@ class ChildProcess:
         self.ep.wait = self._wait
         self.deadline = math.inf
         self.peak_rss = 0
-        self.mem_cap = int(_default_mem_cap())
         self.assigned = False
         self.swept: list[int] = []
         self.own_pids: set[int] = set()  # bwrap, its init and the child, by pid (from the child's hello)
@@ -302,6 +307,8 @@ class ChildProcess:
             raise RuntimeError("this child already has a job; a child serves one evaluation only")
         self.assigned = True
         self.mem_cap = int((opts.mem_cap_gb * 2**30) if opts.mem_cap_gb else _default_mem_cap())
+        if self.cgroup is not None:  # (a spare was started under the default cap)
+            _write(self.cgroup / "memory.max", str(self.mem_cap))
         # The child caps its own address space before importing anything of the candidate's (CPU
         # only: CUDA reserves huge virtual ranges); the RSS watchdog in _wait is the backstop.
         self.ep.send({"task_root": str(self.stage(task.root)), "entry": task.entry, "dtype": task.dtypes[0],
@@ -450,8 +457,22 @@ class ChildProcess:
             raise
         except (ChannelError, BrokenPipeError, OSError):
             rc = self.proc.wait(timeout=10) if self.proc.poll() is None else self.proc.returncode
+            if self.oom_killed():
+                raise ChildFailed("memory-cap", f"the kernel stopped it at its cgroup's memory limit of "
+                                                f"{self.mem_cap / 2**30:.1f} GiB (all of its memory: processes, "
+                                                "files in memory, shared memory)") from None
             raise ChildFailed("crashed", f"the child process {_describe_exit(rc)}") from None
         return reply, tensors
+
+    def oom_killed(self) -> bool:
+        """The kernel killed a process of the child's cgroup at its memory.max (memory.events)."""
+        if self.cgroup is None:
+            return False
+        try:
+            events = dict(line.split() for line in (self.cgroup / "memory.events").read_text().splitlines())
+            return int(events.get("oom_kill", 0)) > 0
+        except (OSError, ValueError):
+            return False
 
     def output(self) -> str:
         """The head and tail of what the child printed (what is in the pipe now read too, never more than
@@ -495,6 +516,41 @@ class ChildProcess:
             self.ep.sock.close()
         self.out.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.cgroup is not None:  # empty once the pid namespace is torn down (it may take a moment)
+            for _ in range(20):
+                try:
+                    self.cgroup.rmdir()
+                except OSError as e:
+                    if e.errno == errno.EBUSY:  # (processes still in it)
+                        time.sleep(0.05)
+                        continue
+                break
+
+
+def _write(path: Path, text: str) -> bool:
+    try:
+        path.write_text(text)
+        return True
+    except OSError:
+        return False
+
+
+def _child_cgroup(mem_cap: int) -> Path | None:
+    """A cgroup of its own for a child, its memory.max at the cap and no swap to hide in, or None where
+    there is no cgroup of this process's own to make it in (sandbox.memory_cgroup says why)."""
+    base, _ = memory_cgroup()
+    if base is None:
+        return None
+    cg = base / f"warpsmith-eval-{secrets.token_hex(6)}"
+    try:
+        cg.mkdir()
+    except OSError:
+        return None
+    if not _write(cg / "memory.max", str(mem_cap)):
+        cg.rmdir()
+        return None
+    _write(cg / "memory.swap.max", "0")  # (absent without swap accounting: the cap still holds)
+    return cg
 
 
 SIBLING_MAX_BYTES = 16 << 20  # a module beside a candidate larger than this is no helper module

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.evaluate import EvalOptions, evaluate, replies
+from harness.evaluate import EvalOptions, evaluate, replies, sandbox
 from harness.evaluate.channel import Endpoint, Malformed
 from harness.evaluate.process import (OUTPUT_CAP, OUTPUT_HEAD, OUTPUT_TAIL, SIBLING_MAX_BYTES, BoundedOutput,
-                                      ChildProcess, _copy_sibling)
+                                      ChildFailed, ChildProcess, _copy_sibling)
 from harness.evaluate.sandbox import SMALL_TMPFS_BYTES, descendants, probe, tmpfs_mounts, tmpfs_used, wrap
 from harness.tasks import load_task
 
@@ -232,3 +232,65 @@ def test_a_symlink_beside_the_candidate_is_not_staged_and_its_target_never_reach
     assert [r["rule"] for r in v["reasons"]] == ["import-error"], v["reasons"]
     assert "not staged beside the candidate: _secret_link.py (a symbolic link)" in v["reasons"][0]["message"]
     assert "WARPSMITH_CANARY" not in repr(v)
+
+
+# -- cgroup v2 where this process has one of its own (a fake cgroupfs here: this box runs cgroup v1) -----
+
+def _cgroupfs(tmp_path, procs: list[int]) -> tuple[Path, Path, Path]:
+    fs = tmp_path / "cgroup"
+    here = fs / "user.slice" / "warpsmith.scope"
+    here.mkdir(parents=True)
+    (fs / "cgroup.controllers").write_text("cpu io memory pids\n")
+    (here / "cgroup.controllers").write_text("cpu memory pids\n")
+    (here / "cgroup.subtree_control").write_text("")
+    (here / "cgroup.procs").write_text("".join(f"{p}\n" for p in procs))
+    proc_self = tmp_path / "proc-self-cgroup"
+    proc_self.write_text("0::/user.slice/warpsmith.scope\n")
+    return fs, here, proc_self
+
+
+def test_no_cgroup_v2_means_the_tmpfs_count_is_the_cap(tmp_path):
+    base, why = sandbox._delegate(tmp_path, tmp_path / "none")
+    assert base is None and "no cgroup v2" in why
+
+
+def test_a_cgroup_shared_with_other_processes_is_left_alone(tmp_path):
+    fs, here, proc_self = _cgroupfs(tmp_path, [os.getpid(), 1])
+    base, why = sandbox._delegate(fs, proc_self)
+    assert base is None and "1 other process" in why
+    assert not (here / sandbox.HARNESS_LEAF).exists() and (here / "cgroup.subtree_control").read_text() == ""
+
+
+def test_a_cgroup_of_this_process_alone_gets_a_leaf_for_it_and_memory_for_its_children(tmp_path):
+    fs, here, proc_self = _cgroupfs(tmp_path, [os.getpid()])
+    base, why = sandbox._delegate(fs, proc_self)
+    assert (base, why) == (here, "")
+    assert (here / sandbox.HARNESS_LEAF / "cgroup.procs").read_text() == str(os.getpid())
+    assert (here / "cgroup.subtree_control").read_text() == "+memory"
+    # a worker it starts lives in the leaf: it makes its children's cgroups beside it, without moving again
+    proc_self.write_text(f"0::/user.slice/warpsmith.scope/{sandbox.HARNESS_LEAF}\n")
+    (here / "cgroup.subtree_control").write_text("memory\n")
+    assert sandbox._delegate(fs, proc_self) == (here, "")
+
+
+def test_a_child_in_its_own_cgroup_has_its_cap_as_memory_max_and_an_oom_kill_is_memory_cap(tmp_path, monkeypatch):
+    from harness.evaluate import process
+
+    fs, here, proc_self = _cgroupfs(tmp_path, [os.getpid()])
+    monkeypatch.setattr(process, "memory_cgroup", lambda: (here, ""))
+    child = ChildProcess(None, on_gpu=False, opts=EvalOptions(on_gpu=False))
+    try:
+        cg = child.cgroup
+        assert cg is not None and cg.parent == here
+        assert int((cg / "memory.max").read_text()) == child.mem_cap and (cg / "memory.swap.max").read_text() == "0"
+        child.assign(load_task(REPO / "kernels" / "softmax"), EvalOptions(on_gpu=False, mem_cap_gb=1.5))
+        assert int((cg / "memory.max").read_text()) == int(1.5 * 2**30)
+        assert child.start(120)["ok"]
+        assert (cg / "cgroup.procs").read_text().strip() == str(child.proc.pid)  # joined before exec'ing bwrap
+        (cg / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+        os.killpg(child.proc.pid, 9)  # (what the kernel's OOM killer does to it)
+        with pytest.raises(ChildFailed) as e:
+            child.request({"op": "device"}, 30)
+        assert e.value.rule == "memory-cap" and "cgroup's memory limit of 1.5 GiB" in e.value.message
+    finally:
+        child.close()
