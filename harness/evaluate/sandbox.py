@@ -352,11 +352,11 @@ def confine(cmd: list[str], env: dict[str, str], gpu: bool, readonly: list = (),
     if disabled_by_user():
         return cmd, env, lambda: None
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-confined-"))
-    for d in ("home", "tmp", "triton", "cute", "cwd"):
-        (tmp / d).mkdir()
+    dirs = ["home", "tmp", "triton", "cute", "cwd"]
     env = dict(env, HOME=str(tmp / "home"), TMPDIR=str(tmp / "tmp"), TRITON_CACHE_DIR=str(tmp / "triton"),
                CUTE_DSL_CACHE_DIR=str(tmp / "cute"),
                XDG_CACHE_HOME=str(tmp / "home" / ".cache"))
+    # Its scratch a sized tmpfs, like the evaluator's child's: nothing it writes reaches the host's disk.
     argv = wrap(cmd, tmp, gpu=gpu, readonly=[str(p) for p in (*readonly, *([cwd] if cwd else []))],
-                chdir=Path(cwd) if cwd else tmp / "cwd")
+                chdir=Path(cwd) if cwd else tmp / "cwd", scratch_size=scratch_bytes(), scratch_dirs=dirs)
     return argv, env, lambda: shutil.rmtree(tmp, ignore_errors=True)
