@@ -233,10 +233,10 @@ class ChildProcess:
         self._rss_checked = 0.0
         self.on_gpu = on_gpu
         self.sandboxed = bool(opts.sandbox)
-        # tmp/scratch: the only place the child may write (its cwd, HOME, TMPDIR, Triton cache: a
-        # cache of its own, so a candidate can't plant binaries that later evaluations load);
-        # tmp/in: the task and the files it imports, read-only to it.
-        # Named at random, per child: the layout is no sign of the harness that a kernel could test for.
+        # The scratch folder: the only place the child may write (its cwd, HOME, TMPDIR, Triton cache: a
+        # cache of its own, so a candidate can't plant binaries that later evaluations load); the staged
+        # folder: the task and the files it imports, read-only to it. Both named at random, per child:
+        # the layout is no sign of the harness that a kernel could test for.
         self.tmp = Path(tempfile.mkdtemp())
         self.scratch = self.tmp / secrets.token_hex(6)
         self.cwd = self.scratch / "cwd"
@@ -273,7 +273,7 @@ class ChildProcess:
                         chdir=self.cwd, scratch_size=size, scratch_dirs=["cwd", "home", "tmp", "triton", "cute"])
             self.tmpfs = tmpfs_mounts(self.scratch, size)
         self.tmpfs_counted = False  # from the child's hello on: before it, bwrap may still be building the mounts
-        self.mem_cap = int((opts.mem_cap_gb * 2**30) if (task is not None and opts.mem_cap_gb) else _default_mem_cap())
+        self.mem_cap = int(_default_mem_cap())  # (assign sets the evaluation's)
         # Where the kernel allows it (a cgroup v2 of this process's own: sandbox.memory_cgroup), a cgroup
         # per child whose memory.max counts all of its memory; the child joins it before it execs bwrap.
         self.cgroup = _child_cgroup(self.mem_cap)

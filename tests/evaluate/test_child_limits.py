@@ -288,7 +288,9 @@ def test_a_child_in_its_own_cgroup_has_its_cap_as_memory_max_and_an_oom_kill_is_
         assert child.start(120)["ok"]
         assert (cg / "cgroup.procs").read_text().strip() == str(child.proc.pid)  # joined before exec'ing bwrap
         (cg / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
-        os.killpg(child.proc.pid, 9)  # (what the kernel's OOM killer does to it)
+        for pid in [*descendants(child.proc.pid), child.proc.pid]:  # (what the kernel's OOM killer does)
+            os.kill(pid, 9)
+        child.proc.wait()
         with pytest.raises(ChildFailed) as e:
             child.request({"op": "device"}, 30)
         assert e.value.rule == "memory-cap" and "cgroup's memory limit of 1.5 GiB" in e.value.message
