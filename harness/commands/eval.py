@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
+import traceback
 from pathlib import Path
 
 from harness.commands.run import TIMEOUT_HELP, check_timeout
@@ -151,6 +153,23 @@ def print_table(verdict: dict | Verdict, out=None) -> None:
         print(f"  recommendation: {rec.action} — {rec.reason}", file=out)
 
 
+def harness_error_verdict(task_name: str, args: argparse.Namespace, trace: str) -> dict:
+    """The verdict when the harness itself failed (a bug, or something candidate code did that no
+    check turned into a rejection): rejected, never keepable, the traceback's last lines as its output,
+    so `eval --json` always prints one JSON object (exit 1)."""
+    last = trace.strip().splitlines()[-1] if trace.strip() else "unknown error"
+    try:
+        sha = hashlib.sha256(Path(args.candidate).read_bytes()).hexdigest()
+    except OSError:
+        sha = None
+    return {"accepted": False, "stage": "import", "task": task_name, "candidate": str(args.candidate),
+            "incumbent": str(args.incumbent) if args.incumbent else None, "candidate_sha256": sha,
+            "reasons": [{"rule": "harness-error", "message": f"the evaluator failed: {last}"}],
+            "device": "", "timing_available": False, "shapes": [], "geomean_speedup": None,
+            "noise_band_pct": None, "wall_s": 0.0, "violations": [], "notes": [], "output": trace[-4000:],
+            "recommendation": {"action": "revert", "reason": f"rejected: harness-error: {last}", "can_keep": False}}
+
+
 def run(args: argparse.Namespace) -> int:
     # Cheap checks of the arguments first: importing the evaluator (torch) takes seconds. A path
     # that is no file, or a file that isn't UTF-8 text, is bad input (exit 2), named in one line,
@@ -203,17 +222,23 @@ def run(args: argparse.Namespace) -> int:
                 print(f"warpsmith eval: {e}\n  fix that rules pack (`warpsmith packs validate PATH` checks it), "
                       "or pass --no-static to evaluate without static checks, knowingly", file=sys.stderr)
                 return 2
-    opts = EvalOptions(static=not args.no_static, time=not args.no_time, seed=args.seed, samples=args.samples,
-                       shapes=task.shape_names(args.shapes) if args.shapes else None,
-                       on_gpu=False if args.cpu else None)
-    if args.timeout is not None:
-        opts.run_timeout_s = args.timeout
     try:
+        opts = EvalOptions(static=not args.no_static, time=not args.no_time, seed=args.seed, samples=args.samples,
+                           shapes=task.shape_names(args.shapes) if args.shapes else None,
+                           on_gpu=False if args.cpu else None)
+        if args.timeout is not None:
+            opts.run_timeout_s = args.timeout
         v = evaluate(task, args.candidate, args.incumbent, opts)
     except TaskError as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
-    typed = Verdict.from_json(v)
+    except Exception:  # noqa: BLE001 - a fault of the harness's own: still a verdict (rejected), saying where
+        v = harness_error_verdict(task.name, args, traceback.format_exc())
+    try:
+        typed = Verdict.from_json(v)
+    except Exception:  # noqa: BLE001 - a verdict the record can't read is the harness's fault too
+        v = harness_error_verdict(task.name, args, traceback.format_exc())
+        typed = Verdict.from_json(v)
     if args.json:
         # Through the typed record, which writes the object back key for key: the JSON is unchanged.
         print(json.dumps(typed.to_json(), indent=1))

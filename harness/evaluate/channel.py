@@ -59,6 +59,15 @@ class Forged(ChannelError):
     """A frame arrived whose MAC doesn't verify: something other than the harness wrote it."""
 
 
+class Malformed(ChannelError):
+    """A frame that verifies but that the harness's code never writes (a header that isn't an object,
+    NaN, a tensor whose bytes don't match its shape): code in the child that holds the key wrote it."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no number the harness sends")
+
+
 def _read_exact(fd: int, n: int, wait: Callable[[int], None] | None = None) -> bytearray:
     # Into one buffer: outputs of hundreds of MB arrive in many pipe-sized reads, and joining
     # chunks (then copying again for the tensor) cost as much as the transfer. The buffer grows
@@ -139,7 +148,7 @@ def tensor_from_wire(desc: dict, raw: bytearray | memoryview) -> Any:
 
     dtype = getattr(torch, desc["dtype"], None)
     if not isinstance(dtype, torch.dtype):
-        raise ChannelError(f"unknown dtype {desc['dtype']!r}")
+        raise Malformed(f"unknown dtype {desc['dtype']!r}")
     shape = [int(s) for s in desc["shape"]]
     if not len(raw):
         return torch.empty(shape, dtype=dtype)
@@ -190,6 +199,13 @@ def map_sealed(fd: int, nbytes: int) -> memoryview:
     if size != nbytes:
         raise Forged(f"an output file on the result channel holds {size} bytes, not the {nbytes} its frame names")
     return memoryview(mmap.mmap(fd, nbytes, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE))
+
+
+def _tensor_desc(d: Any) -> bool:
+    """A tensor's description as tensor_to_wire writes it (nbytes a count, shape a list of sizes)."""
+    return (isinstance(d, dict) and isinstance(d.get("dtype"), str) and type(d.get("nbytes")) is int
+            and 0 <= d["nbytes"] <= MAX_FRAME and isinstance(d.get("shape"), list) and len(d["shape"]) <= 64
+            and all(type(n) is int and 0 <= n <= MAX_FRAME for n in d["shape"]))
 
 
 class Endpoint:
@@ -270,10 +286,15 @@ class Endpoint:
         self.received += 1
         nl = body.find(b"\n")
         try:
-            header = json.loads(bytes(body[:nl]))
-        except (ValueError, UnicodeDecodeError):
-            raise ChannelError("frame header is not JSON") from None
+            # NaN and the infinities are refused here: no field of a reply is one.
+            header = json.loads(bytes(body[:nl]), parse_constant=_no_constant)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise Malformed(f"the frame's header is not JSON the harness writes ({str(e)[:100]})") from None
+        if not isinstance(header, dict):
+            raise Malformed(f"the frame's header is a {type(header).__name__}, not an object")
         descs = header.pop("tensors", [])
+        if not (isinstance(descs, list) and all(_tensor_desc(d) for d in descs)):
+            raise Malformed("the frame's `tensors` are not descriptions of tensors (dtype, shape, nbytes)")
         in_files = [d for d in descs if d.get("memfd")]
         if sum(int(d["nbytes"]) for d in in_files) > MAX_FRAME:
             raise Forged("the output files named by a frame are larger than any result the harness sends")
@@ -291,9 +312,15 @@ class Endpoint:
                 else:
                     raw = view[off:off + nb]
                     off += nb
+                if len(raw) != nb:
+                    raise Malformed(f"a tensor of the frame has {len(raw)} bytes where its description says {nb}")
                 with warnings.catch_warnings():  # (a copy-on-write map is writable; torch can't tell)
                     warnings.simplefilter("ignore", UserWarning)
-                    tensors.append(tensor_from_wire(d, raw))
+                    try:
+                        tensors.append(tensor_from_wire(d, raw))
+                    except (RuntimeError, ValueError, TypeError) as e:  # bytes that don't fill its shape
+                        raise Malformed(f"a tensor of the frame doesn't match its description: {str(e)[:200]}") \
+                            from None
         finally:
             for fd in fds:
                 os.close(fd)

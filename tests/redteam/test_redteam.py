@@ -27,7 +27,9 @@ def hashes(task_dir: Path) -> dict:
 
 CHEATS = all_cheats()
 # Per-cheat options: tight limits where the cheat is about limits.
-OPTIONS = {"hang": {"run_timeout_s": 5}, "slow_import": {"import_timeout_s": 5}, "host_oom": {"mem_cap_gb": 2.0, "run_timeout_s": 60}}
+OPTIONS = {"hang": {"run_timeout_s": 5}, "slow_import": {"import_timeout_s": 5}, "host_oom": {"mem_cap_gb": 2.0, "run_timeout_s": 60},
+           # 1.5 GiB in tmpfs files, past a 1 GiB cap: memory no RSS shows must still count
+           "shm_stash": {"mem_cap_gb": 1.0}, "cache_hoard": {"mem_cap_gb": 1.0}}
 
 
 def _cuda() -> bool:
