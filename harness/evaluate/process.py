@@ -437,7 +437,7 @@ class ChildProcess:
         # None: the caller built EvalOptions without a task-derived limit (benches); the GPU default.
         self.deadline = time.monotonic() + (timeout if timeout is not None else 120.0)
         try:
-            with trace.span("request", op=op, role=(req or {}).get("role"), dims=(req or {}).get("dims")) as tr:
+            with trace.span("request", op=op or "setup", role=(req or {}).get("role"), dims=(req or {}).get("dims")) as tr:
                 if req is not None:
                     self.ep.send(req)
                 t0 = time.monotonic()
