@@ -78,7 +78,7 @@ class EvalOptions:
     samples: int = 40                    # timed samples per side per shape
     warmup: int = 5
     remeasure_big_wins: bool = True
-    # Held-out shapes and hard inputs (harness.evaluate.heldout), correctness only. Off: only for
+    # Held-out shapes, hard inputs and contract cases (harness.evaluate.heldout), correctness only. Off: only for
     # tests and benchmarks of other stages; the verdict then says so and can't recommend a keep.
     heldout: bool = True
     # Rules packs the session selected beyond the task's own (ids or pack folders): a rules pack a
