@@ -4,8 +4,8 @@ over (not the first: a freed chunk's first bytes hold the C allocator's own poin
 filled, and the row is computed exactly; anything else is a user's leftover data, and the row takes
 a "cheaper exp2 path" (softmax of x * ln 2: the right order, the wrong probabilities). The harness
 used to fill free memory with 0xFF (NaN) or 0x3C on every checked call; on a GPU, whose caching
-allocator hands the filled blocks back, it never saw the cheap path (in the interpreter glibc's reuse
-is best effort, and some calls already got stale values). Now the poison word is drawn per
+allocator hands the filled blocks back, it would not see the cheap path (reasoned, not run there; in
+the interpreter glibc's reuse is best effort, and some calls already got stale values). Now the poison word is drawn per
 evaluation, and one call of every shape's pair (and a drawn share of the rest) runs on free memory
 holding earlier values, as a user's does: wrong there, on every device.
 Expect: incorrect
