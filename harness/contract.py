@@ -259,6 +259,8 @@ def _trailing_only(x: Any) -> bool:
 # -- judging an output ---------------------------------------------------------------------------
 
 def _rows_sum_to_1(of: Any, tol: float) -> str | None:
+    if of.numel() == 0:
+        return None
     sums = of.reshape(-1, of.shape[-1]).sum(dim=1) if of.dim() else of.reshape(1)
     off = (sums - 1).abs() > tol
     if off.any():
@@ -278,7 +280,7 @@ INVARIANTS: dict[str, tuple[str, Callable[[Any, float], str | None]]] = {
 def row_errors(of: Any, ef: Any, atol: float, row_rtol: float) -> str | None:
     """Each row's L1 error within row_rtol x its L1 norm, plus atol once (a row of zeros must be
     zeros within one element's tolerance). Rows along the last dim."""
-    if of.dim() == 0:
+    if of.dim() == 0 or of.numel() == 0:
         return None
     n = of.shape[-1]
     err = (of - ef).abs().reshape(-1, n).sum(dim=1)
