@@ -19,6 +19,10 @@ from types import ModuleType
 from typing import Any
 
 from harness import sourcefile
+from harness.contract import INVARIANTS, Contract, ContractError, check_against_inputs, reference_params, row_errors
+from harness.contract import apply as apply_contract
+from harness.contract import describe as describe_case
+from harness.contract import parse as parse_contract
 from harness.paths import builtin_dir
 
 if sys.version_info >= (3, 11):
@@ -128,6 +132,8 @@ class Task:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     interpreter_call_timeout_s: float = DEFAULT_INTERPRETER_CALL_TIMEOUT_S
     heldout: HeldOut | None = None  # [heldout]: ranges of the shapes checked but never listed
+    # [contract]: what a caller may pass and how an output is judged (harness.contract)
+    contract: Contract = field(default_factory=Contract)
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -432,11 +438,62 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     cases = hard_cases(ref)
     if cases is None:
         raise TaskError(task.reference_path, "HARD_CASES", "must be a dict of case name -> what it tests")
+    task.contract = _contract(data, path, ref)
     if check_null:
         check_null_outputs_fail(task, ref)
         check_hard_cases(task, ref)
+        check_contract(task, ref)
         check_fill(task, ref)
     return task
+
+
+def _contract(data: dict, path: Path, ref: ModuleType) -> Contract:
+    """task.toml's [contract], read against reference()'s parameter names."""
+    params = reference_params(ref.reference)
+    raw = data.get("contract")
+    if params is None:
+        if raw is not None:
+            raise TaskError(path, "contract", "reference() takes *args: name its parameters, so the contract can "
+                                              "name each input")
+        return Contract()
+    try:
+        contract = parse_contract(raw, params)
+    except ContractError as e:
+        raise TaskError(path, e.key, e.problem) from None
+    if contract.error == "rows" and callable(getattr(ref, "compare", None)):
+        raise TaskError(path, "contract.error", "\"rows\" needs the harness's comparison, and reference.py "
+                                                "defines its own compare")
+    return contract
+
+
+def check_contract(task: Task, ref_mod: ModuleType | None = None) -> None:
+    """Refuse a contract the reference's inputs contradict (a dtype, a layout or a mask they can't
+    take; harness.contract.check_against_inputs), and a contract case no kernel could pass: its
+    reference output has NaN or Inf on an interpreter shape."""
+    import torch  # ~1 s: only when a task is checked (as check_hard_cases)
+
+    ref_mod = ref_mod or task.load_reference()
+    dt = getattr(torch, task.dtypes[0])
+    for shape in task.interpreter_shapes:
+        xs = ref_mod.make_inputs(shape.dims, dt, 0, "cpu")
+        xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
+        problem = check_against_inputs(task.contract, xs, task.dtypes[0]) if task.contract.declared else None
+        if problem:
+            key, _, what = problem.partition(": ")
+            raise TaskError(task.toml_path, key, f"{what} (shape {shape.name!r})")
+        for case in task.contract.cases():
+            try:
+                made = apply_contract(xs, case, 0)
+                out = ref_mod.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in made])
+            except Exception as e:  # a task author's contract the reference can't take: say which
+                raise TaskError(task.toml_path, f"contract.inputs.{case['name']}",
+                                f"{describe_case(case)}: the reference failed on {shape.name!r}: "
+                                f"{type(e).__name__}: {e}") from None
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            if any(isinstance(o, torch.Tensor) and o.is_floating_point() and not torch.isfinite(o).all() for o in outs):
+                raise TaskError(task.toml_path, f"contract.inputs.{case['name']}",
+                                f"{describe_case(case)}: the reference's output has NaN/Inf on {shape.name!r}: no "
+                                "kernel could pass it")
 
 
 def check_fill(task: Task, ref_mod: ModuleType) -> None:
@@ -537,7 +594,11 @@ def compare(task: Task, ref_mod: ModuleType, out: Any, expected: Any, inputs: tu
     """None if `out` matches `expected` within the task's tolerance, else a short reason.
 
     A reference module may define `compare(out, expected, inputs, atol, rtol) -> str | None`
-    for outputs where elementwise closeness is the wrong test (e.g. top-k indices).
+    for outputs where elementwise closeness is the wrong test (e.g. top-k indices). Otherwise every
+    element within atol + rtol x |expected|, and what the task's [contract] adds: with error "rows"
+    each row's L1 error within row_rtol of the row's L1 norm (an elementwise tolerance is blind to a
+    row of 20000 probabilities below atol, all dropped), and its invariants (rows summing to 1).
+    Rows are along the last dim, so a sample of whole rows (a timed output's) is judged the same.
     """
     import torch  # ~1 s: not at --help's start (as above)
 
@@ -566,6 +627,16 @@ def compare(task: Task, ref_mod: ModuleType, out: Any, expected: Any, inputs: tu
             idx = tuple(int(j) for j in bad.nonzero()[0])
             return (f"output {i}: {int(bad.sum())} of {bad.numel()} elements off; first at {idx}: "
                     f"got {of[idx].item():.6g}, expected {ef[idx].item():.6g} (atol {tol.atol}, rtol {tol.rtol})")
+        # Judged at the output's own scale too, where the contract says so (harness.contract).
+        contract = task.contract
+        if contract.error == "rows" and ef.is_floating_point():
+            err = row_errors(of, ef, tol.atol, contract.row_rtol or tol.rtol)
+            if err:
+                return f"output {i}: {err}"
+        for name, inv_tol in contract.invariants.items():
+            err = INVARIANTS[name][1](of, inv_tol)
+            if err:
+                return f"output {i}: {name}: {err}"
     return None
 
 

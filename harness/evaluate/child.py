@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from harness import contract
 from harness.evaluate import guards
 from harness.evaluate.channel import Endpoint, _read_exact, rows_to_check
 from harness.tasks import load_module  # (loaded already, through harness.evaluate's __init__)
@@ -49,6 +50,9 @@ class Child:
         sys.modules["warpsmith_task_reference"] = self.ref  # findable anyway; red-team tests use the name
         self.make_inputs = self.ref.make_inputs
         self.reference = self.ref.reference
+        # Bound before any candidate code runs: a contract case's view or mask is built by this function,
+        # the parent's copy by the same one (rebinding the module's name afterwards changes nothing here).
+        self.contract_inputs = contract.apply
         self.modules: dict[str, Any] = {}
         self.entries: dict[str, Any] = {}
         self.dsl = job.get("dsl", "triton")
@@ -100,6 +104,7 @@ class Child:
         fns = {"reference.make_inputs": self.ref.make_inputs, "reference.reference": self.ref.reference,
                "reference.compare": getattr(self.ref, "compare", None),
                "reference.fill_inputs": getattr(self.ref, "fill_inputs", None),
+               "contract.apply": self.contract_inputs,
                "triton.JITFunction.run": __import__("triton").runtime.jit.JITFunction.run,
                # the watch's settings: the frozen copy, and the module names it was made from
                "guards.watch_settings (frozen)": self.watch_settings,
@@ -163,11 +168,14 @@ class Child:
         torch = self.torch
         role = req["role"]
         fn = self.entries[role]
-        xs = self.inputs(req["dims"], int(req["seed"]))
-        saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+        xs = self.contract_inputs(self.inputs(req["dims"], int(req["seed"])), req.get("contract"), int(req["seed"]))
+        # A view's whole storage is watched: a write past the view (into a wider tensor's other columns)
+        # changes a caller's data as much as one inside it.
+        watched = [x._base if isinstance(x, torch.Tensor) and x._base is not None else x for x in xs]
+        saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in watched]
         threads_before = guards.live_threads()
-        if req.get("poison"):
-            guards.poison_allocator(int(req["poison"]), int(req.get("out_nbytes", 0)), self.device)
+        if req.get("fill"):
+            guards.fill_allocator(req["fill"], int(req.get("out_nbytes", 0)), self.device, self.dtype)
         self.counter.reset()
         self.counter.ghost = bool(req.get("ghost"))
         observed: list[dict] = []
@@ -205,7 +213,7 @@ class Child:
                 observed.append({"rule": "output-fresh", "message": f"output(s) {kept} share storage with the "
                                  "previous call's output: allocate a new output in every call"})
             self.previous_outputs = [o for o in outs if type(o) is torch.Tensor]
-            changed = guards.inputs_unchanged(xs, saved)
+            changed = guards.inputs_unchanged(watched, saved)
             if changed:
                 observed.append({"rule": "inputs-unmodified",
                                  "message": f"the call modified input(s) {changed}; inputs are read-only"})

@@ -2,23 +2,35 @@
 
 Per shape (every shape of the device's set, long ones included), each call on inputs from a new
 secret seed unless said otherwise:
-  1. candidate on inputs A, allocator poisoned with pattern 1 (NaN)   -> compare with reference(A)
-  2. candidate on a fresh copy of A, poisoned with pattern 2          -> compare, and with call 1
+  1. candidate on inputs A, the allocator's free memory poisoned      -> compare with reference(A)
+  2. candidate on a fresh copy of A, free memory holding what a user's
+     process would (earlier values); 1 and 2 in a drawn order         -> compare, and with call 1
      (reads of memory nothing wrote show up as a disagreement: "poison-consistent")
-  2b. candidate on new inputs F of the same shape                    -> compare (caches go stale)
-  3. candidate on inputs B with every Triton launch a no-op ("ghost") -> must NOT match reference(B),
+  2b. candidate on new inputs F of the same shape, memory drawn       -> compare (caches go stale)
+  3. candidate on inputs B with every Triton launch a no-op ("ghost"),
+     memory poisoned                                                  -> must NOT match reference(B),
      else the result doesn't come from the kernels ("dsl-kernel-runs")
   4. GPU, unless the task opts out: capture in a CUDA graph on inputs C, copy inputs D in, replay
      -> compare with reference(D) ("cuda-graph-capturable")
 The reference always runs here, in the parent, on its own copy of inputs made from the same seed.
+
+Poison (issue 37): a fixed pattern on every checked call told a kernel it was being checked (it
+could look at its fresh output buffer), and a kernel careful only then was wrong for users. So the
+poison is drawn from the evaluation's secret (poison_fill: a word no two evaluations need share, of
+which every element is NaN, Inf or out of range), and some checked calls run on memory a user's
+process has (user_fill: earlier tensors' values, or zeros): one of the pair on every shape, and a
+drawn share of the others (drawn_fill). What poisoning proves stays: the poisoned call shows an
+element never written, and the pair must agree.
 """
 from __future__ import annotations
 
 import math
+import random
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from harness.evaluate import trace
+from harness.contract import apply as apply_contract
 from harness.evaluate.channel import SAMPLE_MIN, rows_to_check
 from harness.evaluate.process import derive_seed
 from harness.evaluate.verdict import median
@@ -37,8 +49,36 @@ def _clone(xs: Any) -> list:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool = False) -> tuple[list, Any]:
-    """Inputs (bit-identical to the child's: same seed, same device) and the expected output.
+# The high byte of every 2-byte half of a poison word: 0x7F or 0xFF make a bf16/fp16/fp32 element
+# NaN, Inf or at least 1.7e38 whatever the other bytes hold.
+_POISON_HIGH = (0x7F, 0xFF)
+
+
+def poison_fill(seed: int) -> dict:
+    """A poison drawn from `seed` (guards.fill_allocator): a 32-bit word, tiled, each 2-byte half's high
+    byte 0x7F or 0xFF and the low bytes drawn (the lowest never 0xFF, so no element reads -1, an index's
+    padding)."""
+    rng = random.Random(seed)
+    word = bytes([rng.randrange(0xFF), rng.choice(_POISON_HIGH), rng.randrange(256), rng.choice(_POISON_HIGH)])
+    return {"kind": "pattern", "word": int.from_bytes(word, "little")}
+
+
+def user_fill(seed: int) -> dict:
+    """Free memory as a user's process has it: earlier tensors' values (normal draws from `seed`)."""
+    return {"kind": "values", "seed": seed}
+
+
+def drawn_fill(seed: int, poison: dict) -> dict:
+    """A checked call's memory, drawn from `seed`: half of the calls poisoned (`poison`), the others
+    holding earlier values or zeros, as a user's would."""
+    u = random.Random(seed).random()
+    return poison if u < 0.5 else user_fill(seed) if u < 0.8 else {"kind": "zeros"}
+
+
+def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool = False,
+          case: dict | None = None) -> tuple[list, Any]:
+    """Inputs (bit-identical to the child's: same seed, same device, the same contract case applied
+    after make_inputs: harness.contract.apply) and the expected output.
 
     On a GPU box inputs are made, the reference run and the comparison done on the GPU: made on
     the CPU, one 128k-column shape's inputs took seconds each, most of an evaluation's wall time.
@@ -55,7 +95,7 @@ def _make_here(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu:
     dt = getattr(torch, task.dtypes[0])
     gpu = on_gpu and torch.cuda.is_available()
     xs = ref_mod.make_inputs(shape.dims, dt, seed, "cuda" if gpu else "cpu")
-    xs = list(xs) if isinstance(xs, (tuple, list)) else [xs]
+    xs = apply_contract(list(xs) if isinstance(xs, (tuple, list)) else [xs], case, seed)
     if gpu:
         try:
             exp = ref_mod.reference(*_clone(xs))
@@ -246,11 +286,14 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
             fails.append(err)
         return out
 
-    # 1 and 2: the poison pair
+    # 1 and 2: the poison pair, one on poisoned memory and one on a user's kind, in a drawn order
     sa = seed_of("a")
     xs, exp = _make(ref_mod, task, shape, sa, on_gpu)
     nb = _nbytes(exp)
-    r1, o1 = call({"seed": sa, "poison": 1, "out_nbytes": nb})
+    poison = poison_fill(seed_of("poison"))
+    pair = [poison, user_fill(seed_of("user"))]
+    random.Random(seed_of("pair")).shuffle(pair)
+    r1, o1 = call({"seed": sa, "fill": pair[0], "out_nbytes": nb})
     out1 = judge(r1, o1, xs, exp, "output")
     if r1.get("ok"):
         if r1.get("launches", 0) == 0:
@@ -263,15 +306,15 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     if out1 is None and not r1.get("ok"):
         entry["error"] = "; ".join(fails)[:500]
         return False
-    r2, o2 = call({"seed": sa, "poison": 2, "out_nbytes": nb})
+    r2, o2 = call({"seed": sa, "fill": pair[1], "out_nbytes": nb})
     # The child's seconds for the first and second call: the first compiles (bench/throughput.py).
     entry["child_call_s"] = [r1.get("child_s"), r2.get("child_s")]
-    out2 = judge(r2, o2, xs, exp, "output (second run, other poison)")
+    out2 = judge(r2, o2, xs, exp, "output (second run, other memory)")
     if out1 is not None and out2 is not None:
         diff = disagreement(task, out1, out2)
         if diff:
             run.reject("guard", "poison-consistent",
-                       f"{tag}two runs on the same inputs with differently poisoned memory disagree ({diff}); the "
+                       f"{tag}two runs on the same inputs, on differently filled free memory, disagree ({diff}); the "
                        "kernel reads memory it never wrote (uninitialised or stale)")
             fails.append("poison-inconsistent")
 
@@ -280,7 +323,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
         sf = seed_of("f")
         xf, expf = _make(ref_mod, task, shape, sf, on_gpu)
         rows, same_rows = rows_of("f")
-        rf, of = call({"seed": sf, "poison": 1, "out_nbytes": nb, **rows})
+        rf, of = call({"seed": sf, "fill": drawn_fill(seed_of("fill f"), poison), "out_nbytes": nb, **rows})
         judge(rf, of, xf, same_rows(expf), "output (fresh inputs)")
 
     # 3: ghost replay: the output must depend on the DSL's kernels
@@ -288,7 +331,8 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
         sb = seed_of("b")
         xb, expb = _make(ref_mod, task, shape, sb, on_gpu)
         rows, same_rows = rows_of("b")
-        rg, og = call({"seed": sb, "poison": 1, "out_nbytes": nb, "ghost": True, **rows})
+        # Poisoned: a no-op's output must read as wrong, whatever a user's memory would hold there.
+        rg, og = call({"seed": sb, "fill": poison, "out_nbytes": nb, "ghost": True, **rows})
         if rg.get("ok") and len(og) == rg.get("n_out", 1):
             if compare(task, ref_mod, _as_out(og, rg["n_out"]), same_rows(expb), tuple(xb), dtype) is None:
                 run.reject("guard", "dsl-kernel-runs",

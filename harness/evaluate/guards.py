@@ -224,7 +224,7 @@ def identity_snapshot(extra: dict[str, Any] | None = None) -> dict[str, int]:
     for name in ("isinstance", "type", "id", "len", "abs", "min", "max", "sum", "print", "getattr"):
         snap[f"builtins.{name}"] = id(getattr(builtins, name))
     for mod_name in ("harness.evaluate.channel", "harness.evaluate.guards", "harness.evaluate.timing",
-                     "harness.evaluate.child"):
+                     "harness.evaluate.child", "harness.contract"):
         mod = sys.modules.get(mod_name)
         if mod is not None:
             take(mod_name, mod)
@@ -315,11 +315,19 @@ def inputs_unchanged(inputs: list[Any], saved: list[Any]) -> list[int]:
     return changed
 
 
-POISON_BYTES = (0xFF, 0x3C)  # 0xFFFF is NaN in bf16/fp16/fp32; 0x3C3C is a plausible 0.0115 (bf16)
+FILL_KINDS = ("pattern", "values", "zeros")
 
 
-def poison_allocator(pattern: int, nbytes: int, device: str) -> None:
-    """Leave the allocator's free memory filled with `pattern`, so torch.empty returns poison.
+def fill_allocator(fill: dict, nbytes: int, device: str, dtype: Any) -> None:
+    """Leave the allocator's free memory holding what `fill` says, so torch.empty returns it.
+
+    `fill` comes from the parent, drawn per evaluation from its secret (correctness.fill_for):
+    {"kind": "pattern", "word": w} tiles a 32-bit word whose every 2-byte half has a high byte of 0x7F
+    or 0xFF, so an element a call never writes is NaN, Inf or at least 1.7e38 in bf16, fp16 and fp32
+    (and far out of range as an index): it shows up in the comparison; {"kind": "values", "seed": s}
+    is what a user's process reuses, earlier tensors' values (normal draws in the task's dtype);
+    {"kind": "zeros"} is fresh pages. No fixed pattern marks a checked call: the word changes with
+    every evaluation and some checked calls get a user's kind of memory.
 
     On CUDA the caching allocator keeps freed blocks: empty the cache, then allocate, fill and free
     blocks that cover what the call will ask for (large and small pools). On CPU, glibc reuses
@@ -328,23 +336,29 @@ def poison_allocator(pattern: int, nbytes: int, device: str) -> None:
     """
     import torch  # child start-up: torch/triton load after this module, in the timed preload
 
-    byte = POISON_BYTES[(pattern - 1) % len(POISON_BYTES)]
-    nbytes = max(int(nbytes), 1 << 12)
-    blocks = []
+    kind = fill.get("kind")
+    if kind not in FILL_KINDS:
+        raise ValueError(f"unknown allocator fill {fill!r}")
+    nbytes = -(-max(int(nbytes), 1 << 12) // 8) * 8  # whole words of any element size
+    sizes = (nbytes * 4, nbytes, nbytes) if device == "cuda" else (nbytes, nbytes, nbytes * 2, nbytes * 4)
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
-        for size in (nbytes * 4, nbytes, nbytes):
-            blocks.append(torch.empty(size, dtype=torch.uint8, device="cuda"))
+    g = torch.Generator(device=device).manual_seed(int(fill.get("seed", 0))) if kind == "values" else None
+    blocks = [torch.empty(size, dtype=torch.uint8, device=device) for size in sizes]
+    if device == "cuda":
         blocks += [torch.empty(1 << 19, dtype=torch.uint8, device="cuda") for _ in range(16)]  # small pool
-        for b in blocks:
-            b.fill_(byte)
+    for b in blocks:
+        if kind == "pattern":
+            word = int(fill["word"]) & 0xFFFFFFFF
+            b.view(torch.int32).fill_(word - (1 << 32) if word >= 1 << 31 else word)
+        elif kind == "values":
+            el = torch.empty((), dtype=dtype).element_size()
+            b[: b.numel() // el * el].view(dtype).normal_(generator=g)
+        else:
+            b.zero_()
+    if device == "cuda":
         torch.cuda.synchronize()
-    else:
-        for size in (nbytes, nbytes, nbytes * 2, nbytes * 4):
-            b = torch.empty(size, dtype=torch.uint8)
-            b.fill_(byte)
-            blocks.append(b)
     del blocks
 
 

@@ -12,10 +12,18 @@ listed shapes pass, every evaluation also checks, correctness only (never timed)
   non-bucket dims shrink), so the cost stays bounded.
 - hard inputs: every case of reference.py's HARD_CASES (make_inputs with dims["case"] set), on
   each listed shape shrunk the same way (on the GPU), or one interpreter shape per case.
+- the input contract (task.toml [contract], harness.contract, issue 37): every item beyond the
+  plain inputs (a row-strided or transposed view, each -inf mask, the range of magnitudes) on the
+  same shapes as a hard case, its inputs built after make_inputs by harness.contract.apply, in the
+  parent and in the child alike.
 
-One call per shape or case, with the allocator poisoned (an output element never written is NaN).
-A failure rejects the candidate with `heldout-incorrect` or `hard-case-incorrect`, its message
-naming the shape's dims or the case. The verdict lists what was checked (`heldout`, `hard_cases`).
+One call per shape or case, the allocator's free memory drawn per call from the secret (poisoned,
+so an element never written shows up, or holding a user's kind of memory: correctness.drawn_fill).
+A failure rejects the candidate with `heldout-incorrect`, `hard-case-incorrect` or the contract
+item's rule (`contract-strides`, `contract-masks`, `contract-values`; a crash on the item too: a
+kernel that can't take what the contract allows is rejected, never skipped), its message naming the
+shape's dims, the case or the item. The verdict lists what was checked (`heldout`, `hard_cases`,
+`contract`).
 """
 from __future__ import annotations
 
@@ -25,8 +33,11 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness.contract import case_rule
+from harness.contract import describe as describe_case
+from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes, drawn_fill, poison_fill
 # shape_bytes lives in correctness (which orders shapes by it, a layer below); tests import it from here.
-from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes, shape_bytes  # noqa: F401
+from harness.evaluate.correctness import shape_bytes  # noqa: F401
 from harness.evaluate.process import ChildFailed, derive_seed
 from harness.tasks import Shape, Task, compare, hard_cases
 
@@ -161,7 +172,18 @@ def draw_shapes(task: Task, ref_mod: ModuleType, on_gpu: bool, secret: int) -> l
 def hard_case_shapes(task: Task, ref_mod: ModuleType, shapes: list[Shape], on_gpu: bool) -> list[tuple[str, Shape]]:
     """(case, shape) pairs: on the GPU every case on every shape run (shrunk to fit), in the
     interpreter each case on one shape, in turn (the interpreter is slow), and on the widest."""
-    cases = list(hard_cases(ref_mod) or {})
+    return case_shapes(task, ref_mod, shapes, on_gpu, list(hard_cases(ref_mod) or {}))
+
+
+def contract_case_shapes(task: Task, ref_mod: ModuleType, shapes: list[Shape], on_gpu: bool) -> list[tuple[dict, Shape]]:
+    """(contract case, shape) pairs, on the shapes a hard case would get."""
+    cases = task.contract.cases()
+    pairs = case_shapes(task, ref_mod, shapes, on_gpu, list(range(len(cases))))
+    return [(cases[i], s) for i, s in pairs]
+
+
+def case_shapes(task: Task, ref_mod: ModuleType, shapes: list[Shape], on_gpu: bool, cases: list) -> list[tuple[Any, Shape]]:
+    """(case, shape) pairs for `cases` (see hard_case_shapes)."""
     if not cases or not shapes:
         return []
     ranges = task.heldout.ranges_for(on_gpu) if task.heldout else {}
@@ -200,28 +222,41 @@ def check(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: Modu
     t0 = time.monotonic()
     heldout = v.setdefault("heldout", [])
     hard = v.setdefault("hard_cases", [])
+    checked = v.setdefault("contract", [])
     dtype = task.dtypes[0]
-    work: list[tuple[str, str, Shape, dict]] = []
+    work: list[tuple[str, str, Shape, dict, dict | None]] = []
     for s, why in draw_shapes(task, ref_mod, on_gpu, secret):
         entry = {"name": s.name, "dims": dict(s.dims), "why": why, "correct": None, "error": None}
         heldout.append(entry)
-        work.append(("heldout-incorrect", f"[{s.name}] ", s, entry))
+        work.append(("heldout-incorrect", f"[{s.name}] ", s, entry, None))
     for case, s in hard_case_shapes(task, ref_mod, shapes, on_gpu):
         dims = {**s.dims, "case": case}
         entry = {"case": case, "shape": s.name, "dims": dict(s.dims), "correct": None, "error": None}
         hard.append(entry)
         work.append(("hard-case-incorrect", f"[hard case {case!r} on {s.name} ({_describe(dims)})] ",
-                     Shape(f"{s.name} / {case}", dims), entry))
+                     Shape(f"{s.name} / {case}", dims), entry, None))
+    for item, s in contract_case_shapes(task, ref_mod, shapes, on_gpu):
+        what = describe_case(item)
+        entry = {"item": what, "rule": case_rule(item), "shape": s.name, "dims": dict(s.dims), "correct": None,
+                 "error": None}
+        checked.append(entry)
+        work.append((case_rule(item), f"[contract: {what}, on {s.name} ({_describe(s.dims)})] ",
+                     Shape(f"{s.name} / contract {what}", dict(s.dims)), entry, item))
 
     ok = True
-    for rule, tag, shape, entry in work:
+    poison = poison_fill(derive_seed(secret, "poison"))
+    for rule, tag, shape, entry, item in work:
         seed = derive_seed(secret, "heldout", shape.name)
-        xs, exp = _make(ref_mod, task, shape, seed, on_gpu)
+        xs, exp = _make(ref_mod, task, shape, seed, on_gpu, item)
         try:
             reply, outs = child.request({"op": "call", "role": "candidate", "dims": shape.dims, "seed": seed,
-                                         "poison": 1, "out_nbytes": _nbytes(exp)}, opts.run_timeout_s)
+                                         "contract": item, "out_nbytes": _nbytes(exp),
+                                         "fill": drawn_fill(derive_seed(secret, "fill", shape.name), poison)},
+                                        opts.run_timeout_s)
         except ChildFailed as e:  # the child died on this shape: the verdict says on which
             entry.update(correct=False, error=f"{e.rule}: {e.message}"[:500])
+            if item:  # dying on what the contract allows is failing it: the item's rule, the death in words
+                raise ChildFailed(rule, f"{tag}{e.rule}: {e.message}") from None
             raise ChildFailed(e.rule, f"{tag}{e.message}") from None
         if not reply.get("ok"):
             err = _crash_message(reply)
@@ -235,9 +270,9 @@ def check(run: "_Run", v: dict, child: "ChildProcess", task: Task, ref_mod: Modu
             ok = False
             run.reject("correctness", rule, tag + err)
     if work:
-        run.notes.append(f"held-out: {len(heldout)} shape(s) and {len(hard)} hard input(s) checked, correctness "
-                         f"only, in {time.monotonic() - t0:.1f} s")
+        run.notes.append(f"held-out: {len(heldout)} shape(s), {len(hard)} hard input(s) and {len(checked)} contract "
+                         f"case(s) checked, correctness only, in {time.monotonic() - t0:.1f} s")
     elif task.heldout is None and not hard_cases(ref_mod):
-        run.notes.append("the task declares no [heldout] ranges and no HARD_CASES: only the listed shapes "
-                         "were checked")
+        run.notes.append("the task declares no [heldout] ranges, no HARD_CASES and no [contract] beyond contiguous "
+                         "inputs: only the listed shapes were checked")
     return ok

@@ -14,7 +14,7 @@ Applied to every verdict after the decision rule (verdict.recommend) has spoken:
   that leave the protected shapes out (the recommendation's `buckets`; `--auto` follows it), never a
   global keep; where the buckets allow none, revert. The reason says which shape and by how much:
   headless and the TUI's bench pane print it.
-- Held-out shapes and hard inputs unchecked (EvalOptions.heldout off): no keep.
+- Held-out shapes, hard inputs and contract cases unchecked (EvalOptions.heldout off): no keep.
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def apply(v: dict, task: Task, heldout_checked: bool = True) -> dict:
         return v
     timed = [e for e in entries if e.get("speedup") is not None]
     if not heldout_checked:
-        v["recommendation"] = _revert("held-out shapes and hard inputs were not checked (EvalOptions.heldout "
-                                      "off): a keep needs them")
+        v["recommendation"] = _revert("held-out shapes, hard inputs and contract cases were not checked "
+                                      "(EvalOptions.heldout off): a keep needs them")
         return v
     noisy = [e for e in timed if not vd.stable(e) and not vd.clear_beyond_spread(e)]
     if noisy:

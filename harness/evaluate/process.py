@@ -90,7 +90,7 @@ class EvalOptions:
     screen_samples: int | None = 12
     warmup: int = 5
     remeasure_big_wins: bool = True
-    # Held-out shapes and hard inputs (harness.evaluate.heldout), correctness only. Off: only for
+    # Held-out shapes, hard inputs and contract cases (harness.evaluate.heldout), correctness only. Off: only for
     # tests and benchmarks of other stages; the verdict then says so and can't recommend a keep.
     heldout: bool = True
     # Rules packs the session selected beyond the task's own (ids or pack folders): a rules pack a

@@ -122,6 +122,7 @@ class Verdict(_Record):
     call_timeout_s: float | None = None
     heldout: list[ShapeResult] = field(default_factory=list)  # held-out shapes drawn for this evaluation
     hard_cases: list = field(default_factory=list)
+    contract: list = field(default_factory=list)  # the contract cases checked (task.toml [contract])
     extra: dict = field(default_factory=dict, repr=False)
     _keys: list | None = field(default=None, repr=False, compare=False)
 

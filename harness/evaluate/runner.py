@@ -100,7 +100,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         "device": "cpu (Triton interpreter)", "timing_available": False, "shapes": run.shapes,
         "geomean_speedup": None, "noise_band_pct": None, "recommendation": None, "wall_s": 0.0,
         "violations": [], "notes": run.notes, "output": "", "sandbox": bool(opts.sandbox),
-        "call_timeout_s": opts.run_timeout_s, "heldout": [], "hard_cases": [],
+        "call_timeout_s": opts.run_timeout_s, "heldout": [], "hard_cases": [], "contract": [],
     }
     if opts.sandbox:
         works, why, _ = sandbox.probe()
