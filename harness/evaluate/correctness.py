@@ -86,10 +86,11 @@ def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool
     GPU reference runs out of memory.
     """
     with trace.span("make", shape=shape.name):
-        return _make_here(ref_mod, task, shape, seed, on_gpu)
+        return _make_here(ref_mod, task, shape, seed, on_gpu, case)
 
 
-def _make_here(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool) -> tuple[list, Any]:
+def _make_here(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool,
+               case: dict | None) -> tuple[list, Any]:
     import torch  # (start-up: the note above the imports)
 
     dt = getattr(torch, task.dtypes[0])
