@@ -41,7 +41,26 @@ from harness.evaluate.child import Child  # noqa: E402
 from harness.tasks import filled_as_made, load_task  # noqa: E402
 
 # The makers before this change, verbatim (softmax: its default case; csa: build_inputs), run in the
-# namespace of today's reference.py (the helpers they call are unchanged).
+# namespace of today's reference.py with the helpers they called then (OLD_HELPERS, from 09e4add: the
+# lengths' order a host randperm, RoPE frequencies built on the host and moved each call).
+OLD_HELPERS = '''
+def rope_cos_sin(pos):
+    ang = pos.to(torch.float64).unsqueeze(-1) * rope_freqs().to(pos.device)
+    return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+def ragged_lengths(dims, seed):
+    B, ctx, lo = dims["batch"], dims["ctx"], min(dims.get("min_ctx", dims["ctx"]), dims["ctx"])
+    lens = [lo + ((ctx - lo) * b) // max(B - 1, 1) for b in range(B)] if B > 1 else [ctx]
+    perm = torch.randperm(B, generator=torch.Generator().manual_seed(seed + 7))
+    return torch.tensor(lens, dtype=torch.int64)[perm]
+
+
+def _rmsnormed(g, shape, device):
+    x = torch.randn(*shape, generator=g, device=device)
+    gain = 0.5 + torch.rand(shape[-1], generator=g, device=device)  # kv_norm's learned weight
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * gain
+'''
 OLD_SOFTMAX = '''
 def make_inputs(dims, dtype, seed, device):
     g = torch.Generator(device=device).manual_seed(seed)
@@ -195,6 +214,8 @@ CPU_CASES = [("softmax", {"rows": 256, "cols": 4096}, OLD_SOFTMAX),
 
 def old_maker(ref: types.ModuleType, src: str) -> types.SimpleNamespace:
     ns = dict(vars(ref))
+    if "apply_rope" in ns:  # the dsv4 tasks: their helpers as they were
+        exec(OLD_HELPERS, ns)  # noqa: S102 - the harness's own pre-change code, above
     exec(src, ns)  # noqa: S102 - the harness's own pre-change code, above
     return types.SimpleNamespace(make_inputs=ns["make_inputs"])  # no fill_inputs: made and copied
 

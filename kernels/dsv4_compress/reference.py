@@ -62,8 +62,32 @@ def rope_freqs() -> torch.Tensor:
 def rope_cos_sin(pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin fp32 [..., 32] at integer positions (angles in fp64; DS uses fp32 angles, which at
     1M tokens differ by ~1e-2 rad: irrelevant here since inputs and reference share these)."""
-    ang = pos.to(torch.float64).unsqueeze(-1) * rope_freqs().to(pos.device)
+    ang = pos.to(torch.float64).unsqueeze(-1) * _freqs_on(pos.device)
     return torch.cos(ang).float(), torch.sin(ang).float()
+
+
+_FREQS: dict[str, torch.Tensor] = {}
+_GENERATORS: dict[str, torch.Generator] = {}
+
+
+def _device(device) -> torch.device:
+    d = torch.device(device)
+    return torch.device("cuda", torch.cuda.current_device()) if d.type == "cuda" and d.index is None else d
+
+
+def _freqs_on(device, scale: int = 1) -> torch.Tensor:
+    """scale * theta_i on a device, made there once (rope_freqs() is built on the host)."""
+    key = f"{_device(device)}*{scale}"
+    if key not in _FREQS:
+        _FREQS[key] = (rope_freqs() * scale).to(device)
+    return _FREQS[key]
+
+
+def _generator(device: torch.device) -> torch.Generator:
+    """One generator per device, re-seeded for every set (making one is host work too)."""
+    if str(device) not in _GENERATORS:
+        _GENERATORS[str(device)] = torch.Generator(device=device)
+    return _GENERATORS[str(device)]
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
@@ -106,29 +130,30 @@ def build_inputs(dims, dtype, seed, device, first_entry_rows: int = 1, score_sca
     """first_entry_rows sequences close their entry 0 (overlap: previous-window scores still -inf);
     score_scale and kv_scale scale the gate logits and the states. With out (an earlier result of the
     same dims, dtype and device) the values are written into it: the same values, since a new set is
-    made by writing into new tensors (the states drawn in place, not drawn and copied)."""
+    made by writing into new tensors (the states drawn in place, ~10 launches and no host sync: a
+    timed batch refills a set a call)."""
     B, r, d = dims["batch"], dims["ratio"], dims["d"]
     overlap = r == 4
     S, C = (2 * r, 2 * d) if overlap else (r, d)
+    dev = _device(out[0].device if out is not None else device)
     if out is None:
-        out = (torch.empty(B, S, C, device=device), torch.empty(B, S, C, device=device), torch.empty(d, device=device),
-               torch.empty(B, ROPE // 2, device=device), torch.empty(B, ROPE // 2, device=device), overlap)
+        out = (torch.empty(B, S, C, device=dev), torch.empty(B, S, C, device=dev), torch.empty(d, device=dev),
+               torch.empty(B, ROPE // 2, device=dev), torch.empty(B, ROPE // 2, device=dev), overlap)
     kv, score, w_out, c_out, s_out, _ = out
-    g = torch.Generator(device=device).manual_seed(seed)
-    kv.normal_(generator=g)
-    score.normal_(generator=g).mul_(score_scale)
-    # Entries j, ragged; a few sequences close entry 0 (nothing before it).
-    j = torch.randint(0, max(dims.get("max_entry", 1 << 18), 1), (B,), generator=g, device=device)
-    j[:min(first_entry_rows, B)] = 0
+    first = min(first_entry_rows, B)
+    g = _generator(dev).manual_seed(seed)
+    kv.normal_(0.0, kv_scale, generator=g)
+    score.normal_(0.0, score_scale, generator=g)
+    # Entries j, ragged (in fp64, the angles' type); a few sequences close entry 0 (nothing before it).
+    j = torch.empty(B, 1, dtype=torch.float64, device=dev).random_(0, max(dims.get("max_entry", 1 << 18), 1), generator=g)
+    j[:first].zero_()
     if overlap:
-        score[:min(first_entry_rows, B), :r] = float("-inf")
-        kv[:min(first_entry_rows, B), :r] = 0.0
-    if kv_scale != 1.0:
-        kv.mul_(kv_scale)
-    w = 0.5 + torch.rand(d, generator=g, device=device)
-    c, s = rope_cos_sin(j * r)
-    for dst, src in ((w_out, w), (c_out, c), (s_out, s)):
-        dst.copy_(src)
+        score[:first, :r].fill_(float("-inf"))
+        kv[:first, :r].zero_()
+    w_out.uniform_(0.5, 1.5, generator=g)
+    ang = j * _freqs_on(dev, r)  # entry j's position is ratio*j (exactly: r is a power of two)
+    torch.cos(ang, out=c_out)
+    torch.sin(ang, out=s_out)
     return tuple(out) if isinstance(out, tuple) else out
 
 

@@ -34,6 +34,8 @@ tolerance admits the real kernel's bf16 P (a test checks that).
 """
 import hashlib
 import math
+from collections import OrderedDict
+from types import SimpleNamespace
 
 import torch
 
@@ -70,7 +72,7 @@ def rope_freqs() -> torch.Tensor:
 def rope_cos_sin(pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin fp32 [..., 32] at integer positions (angles in fp64; DS uses fp32 angles, which at
     1M tokens differ by ~1e-2 rad: irrelevant here since inputs and reference share these)."""
-    ang = pos.to(torch.float64).unsqueeze(-1) * rope_freqs().to(pos.device)
+    ang = pos.to(torch.float64).unsqueeze(-1) * _freqs_on(pos.device)
     return torch.cos(ang).float(), torch.sin(ang).float()
 
 
@@ -81,15 +83,6 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: b
     s = -sin if inverse else sin
     x[..., -ROPE::2], x[..., -ROPE + 1::2] = a * cos - b * s, a * s + b * cos
     return x
-
-
-def ragged_lengths(dims: dict, seed: int) -> torch.Tensor:
-    """Sequence lengths (pos+1) spread evenly over [min_ctx, ctx], the longest exactly ctx, in a
-    seed-dependent order: ragged, yet bytes_moved() knows the exact multiset."""
-    B, ctx, lo = dims["batch"], dims["ctx"], min(dims.get("min_ctx", dims["ctx"]), dims["ctx"])
-    lens = [lo + ((ctx - lo) * b) // max(B - 1, 1) for b in range(B)] if B > 1 else [ctx]
-    perm = torch.randperm(B, generator=torch.Generator().manual_seed(seed + 7))
-    return torch.tensor(lens, dtype=torch.int64)[perm]
 
 
 def edge_lengths(dims: dict, seed: int) -> torch.Tensor:
@@ -117,10 +110,60 @@ HARD_CASES = {
 }
 
 
-def _rmsnormed(g: torch.Generator, shape, device) -> torch.Tensor:
-    x = torch.randn(*shape, generator=g, device=device)
-    gain = 0.5 + torch.rand(shape[-1], generator=g, device=device)  # kv_norm's learned weight
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * gain
+# ---- Making and refilling a set of inputs ------------------------------------------------------------
+# A timed batch refills n sets in place, one fill_inputs call a set (harness/evaluate/child.py
+# Child._refill), so a set is made for the host's sake: no synchronisation (no .item(), boolean-mask
+# index, host tensor moved to the device or data-dependent shape) and ~20 launches. What no seed changes
+# (the lengths' multiset, RoPE factors, garbage masks) is built once per shape and device (_kept); a
+# seed draws on a device generator only. The sequences are made in the order of their lengths, where
+# every length-dependent table is fixed, and a random permutation a set scatters them to their places.
+# make_inputs runs the refill too (after drawing the whole compressed cache): both agree by construction.
+
+_TABLES: OrderedDict = OrderedDict()    # key -> the seed-independent tables of a shape, the last few used
+_FREQS: dict[str, torch.Tensor] = {}
+_GENERATORS: dict[tuple[str, str], torch.Generator] = {}
+EPS = 1e-6
+# An int64 key per entry: 30 random bits above the entry's number (its low 32 bits, read back as an
+# int32: x86 and NVIDIA GPUs are little-endian). A row's smallest keys are its visible entries in a random
+# order, then invisible ones, whose low 32 bits all read -1.
+_KEY_BITS = 30
+_INVISIBLE = (1 << 62) + 0xFFFFFFFF
+
+
+def _device(device) -> torch.device:
+    d = torch.device(device)
+    return torch.device("cuda", torch.cuda.current_device()) if d.type == "cuda" and d.index is None else d
+
+
+def _freqs_on(device) -> torch.Tensor:
+    key = str(_device(device))
+    if key not in _FREQS:
+        _FREQS[key] = rope_freqs().to(device)
+    return _FREQS[key]
+
+
+def _generator(device: torch.device, tag: str = "set") -> torch.Generator:
+    """One generator per device and use, re-seeded for every set (making one is host work too)."""
+    key = (str(device), tag)
+    if key not in _GENERATORS:
+        _GENERATORS[key] = torch.Generator(device=device)
+    return _GENERATORS[key]
+
+
+def _kept(key: tuple, build):
+    """_TABLES[key], built on first use; the eight shapes used last are kept (a table can be 100s of MB)."""
+    got = _TABLES.pop(key, None)
+    _TABLES[key] = got if got is not None else build()
+    while len(_TABLES) > 8:
+        _TABLES.popitem(last=False)
+    return _TABLES[key]
+
+
+def spread_lengths(dims: dict) -> list[int]:
+    """Sequence lengths (pos+1) spread evenly over [min_ctx, ctx], the longest exactly ctx, ascending: the
+    multiset make_inputs deals out in a random order per seed (bytes_moved() knows it exactly)."""
+    B, ctx, lo = dims["batch"], dims["ctx"], min(dims.get("min_ctx", dims["ctx"]), dims["ctx"])
+    return [lo + ((ctx - lo) * b) // max(B - 1, 1) for b in range(B)] if B > 1 else [ctx]
 
 
 def _sub_seed(seed: int, tag: str) -> int:
@@ -128,38 +171,111 @@ def _sub_seed(seed: int, tag: str) -> int:
     return int.from_bytes(hashlib.blake2b(f"{seed}:{tag}".encode(), digest_size=8).digest(), "little") >> 1
 
 
-def _cache_into(comp: torch.Tensor, g: torch.Generator, gain: torch.Tensor, n_vis: torch.Tensor, pos_shift: int) -> None:
-    """The compressed cache, in place in its dtype: N(0, 1) entries after RMSNorm with the gain (kv_norm's
-    learned weight), entry j roped at position 4j, garbage (-50) from entry n_vis[b] on. Drawn and
-    normalised in fp32 and then cast it moved ~5x the bytes, so here every pass reads and writes the
-    dtype once and the row norms are taken in fp32 without a copy. The entries the indices name are
-    then overwritten by _entry_rows (a timed batch's refill rewrites those alone)."""
+def _build_tables(B: int, H: int, topk: int, ctx: int, lens: tuple, shuffled: bool, pos_shift: int,
+                  device) -> SimpleNamespace:
+    """A set's rows, made in one fp32 block [q (B*H) | window (B*128) | named entries (B*k)] (sequence b
+    the b-th of lens), and what of them no seed changes: each row's RoPE factor (an entry row's is
+    looked up per set), `floor` (eps, or inf for a garbage row: its 1/RMS comes out 0) and `bias` (the
+    garbage, 0 elsewhere); the keys' fixed part; window_len, cos and sin per sequence. Built on the host
+    once and moved to the device."""
+    n4 = ctx // RATIO
+    k = min(topk, n4)
+    L = torch.tensor(lens, dtype=torch.int64)
+    pos, wl, nv = L - 1, L.clamp(max=WINDOW), L // RATIO
+    c, s = rope_cos_sin(pos + pos_shift)
+    slot = torch.arange(WINDOW)
+    slot_pos = pos[:, None] - torch.remainder(pos[:, None] - slot[None, :], WINDOW)  # position in slot s
+    cw, sw = rope_cos_sin(slot_pos.clamp(min=0) + pos_shift)
+    ce, se = rope_cos_sin(torch.arange(n4) * RATIO + pos_shift)
+    rq, rw = B * H, B * WINDOW
+    turn = torch.zeros(rq + rw + B * k, ROPE // 2, dtype=torch.complex64)
+    turn[:rq] = torch.complex(c, s)[:, None].expand(B, H, -1).reshape(rq, -1)
+    turn[rq:rq + rw] = torch.complex(cw, sw).reshape(rw, -1)
+    win_bad = (slot[None, :] >= wl[:, None]).reshape(-1)
+    ent_bad = (torch.arange(k)[None, :] >= nv.clamp(max=k)[:, None]).reshape(-1)
+    bad = torch.cat([torch.zeros(rq, dtype=torch.bool), win_bad, ent_bad])
+    bias = torch.cat([torch.zeros(rq), win_bad * 50.0, ent_bad * -50.0])
+    # The keys' fixed part: row b's entry number where visible, else _INVISIBLE; one more row, over the
+    # sequences, whose k smallest keys give the set's order of sequences for free.
+    j = torch.arange(max(n4, B))
+    keys = torch.where(j[None, :] < torch.cat([nv, torch.tensor([B])])[:, None], j[None, :], _INVISIBLE)
+    to = dict(device=device)
+    return SimpleNamespace(
+        B=B, H=H, k=k, rq=rq, rw=rw, top=max(k, B), turn=turn.to(**to), turn_entry=torch.complex(ce, se).to(**to),
+        floor=torch.where(bad, float("inf"), EPS)[:, None].to(**to), bias=bias[:, None].to(**to),
+        keys=keys.to(**to), order=None if shuffled else torch.arange(B, **to), n_vis=nv.to(**to),
+        window_len=wl.to(torch.int32).to(**to), cos=c.to(**to), sin=s.to(**to),
+        alternate=torch.tensor([1.0, -1.0]).repeat((H + 1) // 2)[:H].to(**to))
+
+
+def _draw_order(t: SimpleNamespace, g: torch.Generator, seed: int):
+    """A set's first draws: the window's and the compressed entries' RMSNorm gains (kv_norm's and the
+    compressor's learned weights), then one int64 key per entry and sequence: a row's k smallest are its
+    entries in a random order (-1 past its visible ones), the extra row's the sequences' order.
+    make_inputs needs them before the cache; the refill replays them."""
+    g.manual_seed(seed)
+    gains = torch.empty(2, D, device=t.keys.device).uniform_(0.5, 1.5, generator=g)
+    keys = torch.empty_like(t.keys).random_(0, 1 << _KEY_BITS, generator=g)
+    torch.add(t.keys, keys, alpha=1 << 32, out=keys)
+    vals, at = keys.topk(t.top, dim=1, largest=False)
+    order = at[t.B, :t.B] if t.order is None else t.order   # sequence b of lens goes to order[b]
+    entries = vals[:t.B, :t.k].view(torch.int32)[..., 0::2]
+    return gains, order, entries
+
+
+def _refill(xs, t: SimpleNamespace, seed: int, dtype, extreme_sinks: bool, write_rows) -> None:
+    """Everything a call reads, written into xs: q (per-head RMSNorm, RoPE at pos), the window (RMSNorm
+    with its gain, slot s roped at its position, garbage past window_len), the entries the new indices
+    name (RMSNorm with the compressor's gain, entry j roped at 4j), the indices, sinks, window_len, cos,
+    sin. In one block: one draw, one row norm, one RoPE multiply, one cast, then one scatter a tensor."""
+    q_out, win_out, wl_out, comp, idx, sinks_out, c_out, s_out = xs
+    dev = q_out.device
+    g = _generator(dev)
+    gains, order, entries = _draw_order(t, g, seed)
+    x = torch.empty(t.turn.shape[0], D, device=dev).normal_(generator=g)
+    rs = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    rs = torch.addcmul(t.floor, rs, rs, value=1 / D).rsqrt_()
+    ent = t.rq + t.rw
+    x[t.rq:ent].mul_(gains[0])
+    x[ent:].mul_(gains[1])
+    torch.ops.aten.index.Tensor_out(t.turn_entry, [entries], out=t.turn[ent:].view(t.B, t.k, ROPE // 2))
+    torch.view_as_complex(x[:, D - ROPE:].unflatten(-1, (ROPE // 2, 2))).mul_(t.turn)
+    # RoPE commutes with the row's scale; a garbage row comes out as its bias exactly (rs 0).
+    y = torch.addcmul(t.bias, x, rs, out=torch.empty(x.shape, dtype=dtype, device=dev))
+    q_out.index_copy_(0, order, y[:t.rq].view(t.B, t.H, D))
+    win_out.index_copy_(0, order, y[t.rq:ent].view(t.B, WINDOW, D))
+    write_rows(comp, order[:, None], entries, y[ent:].view(t.B, t.k, D))
+    idx[:, :t.k].index_copy_(0, order, entries)
+    for dst, src in ((wl_out, t.window_len), (c_out, t.cos), (s_out, t.sin)):
+        dst.index_copy_(0, order, src)
+    if extreme_sinks:  # ±28..38 on alternate heads
+        sinks_out.uniform_(28.0, 38.0, generator=g).mul_(t.alternate)
+    else:
+        sinks_out.uniform_(-2.0, 8.0, generator=g)
+
+
+def _cache_into(comp: torch.Tensor, g: torch.Generator, gain: torch.Tensor, n_vis: torch.Tensor,
+                turn_entry: torch.Tensor) -> None:
+    """make_inputs's whole compressed cache, in place in its dtype (an fp32 draw, norm and cast moved ~5x
+    the bytes): N(0, 1) entries after RMSNorm with the gain, entry j roped at position 4j (turn_entry[j]),
+    garbage (-50) from entry n_vis[b] on. The entries the indices name are then overwritten by
+    _refill's rows (a timed batch's refill rewrites those alone)."""
     B, n4, d = comp.shape
     comp.normal_(generator=g)
     ms = torch.linalg.vector_norm(comp, dim=-1, keepdim=True, dtype=torch.float32).pow_(2).div_(d)
-    comp.mul_(ms.add_(1e-6).rsqrt_())
-    comp.mul_(gain)
-    ce, se = rope_cos_sin(torch.arange(n4, device=comp.device) * RATIO + pos_shift)
-    a, b = comp[..., -ROPE::2].float(), comp[..., -ROPE + 1::2].float()
-    comp[..., -ROPE::2], comp[..., -ROPE + 1::2] = a * ce - b * se, a * se + b * ce
+    comp.mul_(ms.add_(EPS).rsqrt_()).mul_(gain)
+    z = comp[..., d - ROPE:].float()
+    torch.view_as_complex(z.unflatten(-1, (ROPE // 2, 2))).mul_(turn_entry)
+    comp[..., d - ROPE:] = z
     # Garbage where nothing valid lives: a kernel that reads it fails loudly.
     comp.masked_fill_(torch.arange(n4, device=comp.device)[None, :, None] >= n_vis[:, None, None], -50.0)
 
 
-def _entry_rows(g: torch.Generator, gain: torch.Tensor, idx: torch.Tensor, pos_shift: int, dtype) -> torch.Tensor:
-    """The entries the indices name [B, topk, D] (rows of -1 slots too, never written): drawn per index
-    slot, the same law as _cache_into's, entry j roped at position 4j."""
-    rows = torch.randn(*idx.shape, D, generator=g, device=idx.device)
-    rows.mul_(rows.pow(2).mean(-1, keepdim=True).add_(1e-6).rsqrt_()).mul_(gain)
-    c, s = rope_cos_sin(idx.clamp(min=0).long() * RATIO + pos_shift)
-    return apply_rope(rows, c, s).to(dtype)
-
-
-def write_entry_rows(comp: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> None:
-    """comp[b, idx[b, k]] = rows[b, k] where idx >= 0 (a sequence's indices are distinct)."""
-    valid = idx >= 0
-    seq = torch.arange(idx.shape[0], device=idx.device)[:, None].expand_as(idx)
-    comp[seq[valid], idx[valid].long()] = rows[valid]
+def write_entry_rows(comp: torch.Tensor, seq: torch.Tensor, entries: torch.Tensor, rows: torch.Tensor) -> None:
+    """comp[seq[b], entries[b, s]] = rows[b, s]. An entry -1 (a slot past a sequence's visible entries)
+    is its last entry, invisible then, and its row is garbage (-50) like every such row: the same bytes
+    whichever of them lands."""
+    comp.index_put_((seq, entries), rows)
 
 
 def build_inputs(dims, dtype, seed, device, pos_shift: int = 0, topk_override: int | None = None,
@@ -167,63 +283,35 @@ def build_inputs(dims, dtype, seed, device, pos_shift: int = 0, topk_override: i
                  out: tuple | list | None = None, rows_only: bool = False, write_rows=write_entry_rows):
     """make_inputs with knobs for tests: pos_shift rotates every vector (q, window, entries, cos/sin)
     as if all positions moved by pos_shift; all_visible_indices selects every visible entry; lens
-    replaces the ragged lengths; extreme_sinks moves the sinks to ±28..38 (alternate heads). With out
-    (an earlier result of the same dims, dtype and device) the values are written into it: the same
-    values, since a new set is made by writing into new tensors. With rows_only, of the compressed
-    cache only the entries the new indices name are written (write_rows(comp, idx, rows) writes them;
-    the FP8 task passes its own): what reference() and a kernel read of it, the rest is left as it was.
-
-    The named entries are drawn per index slot from a generator of their own, apart from the rest of
-    the cache (drawn whole, then overwritten there): a make and a rows-only refill of the same seed
-    agree wherever a call reads. Every other input is drawn whole each time."""
+    replaces the ragged lengths (in this order); extreme_sinks moves the sinks to ±28..38 (alternate
+    heads). With out (an earlier result of the same dims, dtype and device) the values are written
+    into it: the same values, since a new set is made by writing into new tensors. With rows_only, of
+    the compressed cache only the entries the new indices name are written (write_rows(comp, seq,
+    entries, rows) writes them; the FP8 task passes its own): what reference() and a kernel read of
+    it, the rest is left as it was. The whole cache is drawn from a generator of its own, then the
+    named entries overwritten: a make and a rows-only refill of the same seed agree wherever a call reads."""
     B, H, ctx = dims["batch"], dims["heads"], dims["ctx"]
     topk = topk_override or dims["topk"]
     n4 = ctx // RATIO
-    if out is None:
-        out = (torch.empty(B, H, D, dtype=dtype, device=device), torch.empty(B, WINDOW, D, dtype=dtype, device=device),
-               torch.empty(B, dtype=torch.int32, device=device), torch.empty(B, n4, D, dtype=dtype, device=device),
-               torch.empty(B, topk, dtype=torch.int32, device=device), torch.empty(H, device=device),
-               torch.empty(B, ROPE // 2, device=device), torch.empty(B, ROPE // 2, device=device))
-    q_out, win_out, wl_out, comp, idx, sinks_out, c_out, s_out = out
-    lens = (ragged_lengths(dims, seed) if lens is None else lens).to(device)
-    pos = lens - 1
-    g = torch.Generator(device=device).manual_seed(seed)
-    q = _rmsnormed(g, (B, H, D), device)
-    q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + 1e-6)  # DS: unweighted per-head RMSNorm
-    kv_win = _rmsnormed(g, (B, WINDOW, D), device)
-    gain = 0.5 + torch.rand(D, generator=g, device=device)  # kv_norm's learned weight
-    slot = torch.arange(WINDOW, device=device)
-    slot_pos = pos[:, None] - torch.remainder(pos[:, None] - slot[None, :], WINDOW)  # position in slot s
-    window_len = torch.clamp(lens, max=WINDOW)
-    n_vis = lens // RATIO
-    if not rows_only:
-        _cache_into(comp, torch.Generator(device=device).manual_seed(_sub_seed(seed, "cache")), gain, n_vis, pos_shift)
-    c, s = rope_cos_sin(pos + pos_shift)
-    q = apply_rope(q, c[:, None], s[:, None])
-    cw, sw = rope_cos_sin(slot_pos.clamp(min=0) + pos_shift)
-    kv_win = apply_rope(kv_win, cw, sw)
-    kv_win = torch.where((slot[None, :] < window_len[:, None])[..., None], kv_win, 50.0)
-    # What the indexer chose, in no particular order: each sequence's first min(topk, visible) entries
-    # in a random order of its visible ones (distinct random keys, the invisible last), every sequence
-    # in one draw on the device. A randperm per sequence on the host waited on the device for each
-    # count and took milliseconds a call at 1M tokens (a timed batch makes one input set a call).
+    dev = _device(out[0].device if out is not None else device)
+    # Host ints (lens, when given, is a CPU tensor or a list): the tables' key, no device read.
+    ls = tuple(spread_lengths(dims) if lens is None else (lens.tolist() if isinstance(lens, torch.Tensor) else lens))
     if all_visible_indices:
-        assert bool((n_vis <= topk).all()), "all_visible_indices needs topk >= visible entries"
-    gi = torch.Generator(device=device).manual_seed(seed + 1)
-    keys = torch.randint(0, 2 ** 62, (B, n4), generator=gi, device=device)  # (ties: ~n4^2 / 2^63)
-    keys.masked_fill_(torch.arange(n4, device=device)[None, :] >= n_vis[:, None], 2 ** 62)
-    k = min(topk, n4)
-    order = keys.topk(k, dim=1, largest=False).indices
-    taken = torch.arange(k, device=device)[None, :] < torch.clamp(n_vis, max=topk)[:, None]
-    idx.fill_(-1)
-    idx[:, :k] = torch.where(taken, order, -1).to(torch.int32)
-    gr = torch.Generator(device=device).manual_seed(_sub_seed(seed, "entries"))
-    write_rows(comp, idx, _entry_rows(gr, gain, idx, pos_shift, comp.dtype if comp.is_floating_point() else dtype))
-    sinks = (torch.rand(H, generator=g, device=device) * 10 - 2).float()
-    if extreme_sinks:
-        sinks = torch.where(torch.arange(H, device=device) % 2 == 0, 30.0 + sinks, -30.0 - sinks)
-    for dst, src in ((q_out, q), (win_out, kv_win), (wl_out, window_len), (sinks_out, sinks), (c_out, c), (s_out, s)):
-        dst.copy_(src)
+        assert all(L // RATIO <= topk for L in ls), "all_visible_indices needs topk >= visible entries"
+    t = _kept(("csa", B, H, topk, ctx, ls, lens is None, pos_shift, str(dev)),
+              lambda: _build_tables(B, H, topk, ctx, ls, lens is None, pos_shift, dev))
+    if out is None:
+        out = (torch.empty(B, H, D, dtype=dtype, device=dev), torch.empty(B, WINDOW, D, dtype=dtype, device=dev),
+               torch.empty(B, dtype=torch.int32, device=dev), torch.empty(B, n4, D, dtype=dtype, device=dev),
+               torch.full((B, topk), -1, dtype=torch.int32, device=dev), torch.empty(H, device=dev),
+               torch.empty(B, ROPE // 2, device=dev), torch.empty(B, ROPE // 2, device=dev))
+        rows_only = False
+    if not rows_only:
+        gains, seq_at, _ = _draw_order(t, _generator(dev), seed)
+        n_vis = torch.empty_like(t.n_vis).index_copy_(0, seq_at, t.n_vis)
+        _cache_into(out[3], _generator(dev, "cache").manual_seed(_sub_seed(seed, "cache")), gains[1], n_vis,
+                    t.turn_entry)
+    _refill(out, t, seed, dtype, extreme_sinks, write_rows)
     return tuple(out) if isinstance(out, tuple) else out
 
 
@@ -275,7 +363,7 @@ def reference(q, kv_window, window_len, comp_cache, indices, sinks, cos, sin):
 
 
 def _lens(dims):
-    return ragged_lengths(dims, 0).tolist()  # the multiset does not depend on the seed
+    return spread_lengths(dims)  # the multiset does not depend on the seed
 
 
 def input_bytes(dims, dtype):

@@ -18,6 +18,7 @@ The sliding window stays bf16 [B, 128, 512] (as DS's own inference code keeps it
 Semantics of the attention: kernels/dsv4_csa_decode/reference.py (DS model.py `Attention.forward`,
 kernel.py `sparse_attn_kernel`); this module dequantises the gathered entries and calls it.
 """
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -50,20 +51,20 @@ def block_bytes(block_size: int = BLOCK_SIZE) -> int:
     return (block_size * BYTES_PER_TOKEN + 576 - 1) // 576 * 576
 
 
-def token_bytes(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """bf16 [..., 512] -> (uint8 [..., 576] the row: e4m3 NoPE then the bf16 RoPE bytes, uint8 [..., 8]
-    the 7 ue8m0 scales and a zero pad byte): one token as FlashMLA quantize_k_cache (MODEL1) stores it."""
-    row = torch.empty(*x.shape[:-1], ROW_BYTES, dtype=torch.uint8, device=x.device)
-    scales = torch.zeros(*x.shape[:-1], 8, dtype=torch.uint8, device=x.device)
-    row[..., D_NOPE:] = x[..., D_NOPE:].contiguous().view(torch.uint8)
-    for t in range(N_TILES):
-        tile = x[..., t * TILE:(t + 1) * TILE]
-        s = tile.abs().amax(dim=-1).float() / 448.0
-        s = torch.pow(2, torch.clamp_min(s, 1e-4).log2().ceil())   # ue8m0, as _cast_scale_inv_to_ue8m0
-        scales[..., t] = s.to(torch.float8_e8m0fnu).view(torch.uint8)
-        q = (tile.float() / s[..., None]).to(torch.float8_e4m3fn)
-        row[..., t * TILE:(t + 1) * TILE] = q.view(torch.uint8)
-    return row, scales
+def token_bytes(x: torch.Tensor) -> torch.Tensor:
+    """bf16 [..., 512] -> uint8 [..., 583]: one token as FlashMLA quantize_k_cache (MODEL1) stores it, the
+    576-byte row (e4m3 NoPE, then the bf16 RoPE bytes) and the 7 ue8m0 scales (the pad byte after them is
+    left to the caller). The 7 tiles at once: ~10 launches however many tokens (a refill quantises the
+    entries a set's indices name)."""
+    # A 584-byte row (even: the bf16 bytes are viewed as bf16), of which the pad byte is not returned.
+    out = torch.empty(*x.shape[:-1], BYTES_PER_TOKEN, dtype=torch.uint8, device=x.device)
+    nope = x[..., :D_NOPE].unflatten(-1, (N_TILES, TILE))
+    s = torch.linalg.vector_norm(nope, ord=float("inf"), dim=-1, dtype=torch.float32)  # amax |x| a tile
+    s.div_(448.0).clamp_min_(1e-4).log2_().ceil_().exp2_()   # ue8m0, as _cast_scale_inv_to_ue8m0
+    torch.div(nope, s[..., None], out=out[..., :D_NOPE].view(torch.float8_e4m3fn).unflatten(-1, (N_TILES, TILE)))
+    out[..., D_NOPE:ROW_BYTES].view(torch.bfloat16).copy_(x[..., D_NOPE:])
+    out[..., ROW_BYTES:ROW_BYTES + N_TILES].view(torch.float8_e8m0fnu).copy_(s)
+    return out[..., :ROW_BYTES + N_TILES]
 
 
 def quantize(cache: torch.Tensor, block_size: int = BLOCK_SIZE, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -79,24 +80,39 @@ def quantize(cache: torch.Tensor, block_size: int = BLOCK_SIZE, out: torch.Tenso
     else:
         out = out.view(B * nblk, block_bytes(block_size))
         out.zero_()
-    row, scales = token_bytes(x)
-    out[:, :block_size * ROW_BYTES] = row.view(B * nblk, -1)
-    out[:, block_size * ROW_BYTES:block_size * BYTES_PER_TOKEN] = scales.view(B * nblk, -1)
+    packed = token_bytes(x)
+    out[:, :block_size * ROW_BYTES] = packed[..., :ROW_BYTES].reshape(B * nblk, -1)
+    out[:, block_size * ROW_BYTES:block_size * BYTES_PER_TOKEN].view(B * nblk, block_size, 8)[..., :N_TILES] = \
+        packed[..., ROW_BYTES:]
     return out.view(B, nblk, -1)
 
 
-def write_entry_rows(comp_fp8: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor, block_size: int = BLOCK_SIZE) -> None:
-    """The bf16 task's write_entry_rows on the FP8 blocks: entry idx[b, k] (>= 0) of sequence b gets
-    rows[b, k]'s 584 bytes where quantize puts them (its row in block j // 64, its scales after the rows)."""
-    valid = idx >= 0
-    seq = torch.arange(idx.shape[0], device=idx.device)[:, None].expand_as(idx)[valid]
-    j = idx[valid].long()
-    row, scales = token_bytes(rows[valid])
-    blk, slot = j // block_size, j % block_size
-    at = torch.arange(ROW_BYTES, device=idx.device)
-    comp_fp8[seq[:, None], blk[:, None], (slot * ROW_BYTES)[:, None] + at] = row
-    at = torch.arange(8, device=idx.device)
-    comp_fp8[seq[:, None], blk[:, None], (block_size * ROW_BYTES + slot * 8)[:, None] + at] = scales
+_PLACES: dict[tuple, torch.Tensor] = {}
+
+
+def _places(n_entries: int, block_size: int, device) -> torch.Tensor:
+    """int64 [n_entries, 2]: where entry j's bytes are, as the number of its 576-byte row and of its
+    8-byte scale unit in its sequence's blocks (a block, block_bytes, is a whole number of both)."""
+    key = (n_entries, block_size, str(device))
+    if key not in _PLACES:
+        j = torch.arange(n_entries)
+        blk, slot = j // block_size, j % block_size
+        rows_a_block, units_a_block = block_bytes(block_size) // ROW_BYTES, block_bytes(block_size) // 8
+        _PLACES[key] = torch.stack([blk * rows_a_block + slot,
+                                    blk * units_a_block + block_size * ROW_BYTES // 8 + slot], 1).to(device)
+    return _PLACES[key]
+
+
+def write_entry_rows(comp_fp8: torch.Tensor, seq: torch.Tensor, entries: torch.Tensor, rows: torch.Tensor,
+                     n_entries: int, block_size: int = BLOCK_SIZE) -> None:
+    """The bf16 task's write_entry_rows on the FP8 blocks: entry j = entries[b, s] of sequence seq[b]
+    gets rows[b, s]'s bytes where quantize puts them (its row in block j // 64, its scales after the
+    block's rows). j = -1 is the last entry (n_entries - 1), invisible then, and its row is garbage."""
+    B, nblk, nbytes = comp_fp8.shape
+    at = _places(n_entries, block_size, comp_fp8.device)[entries]
+    packed = token_bytes(rows)
+    comp_fp8.view(B, nblk * nbytes // ROW_BYTES, ROW_BYTES).index_put_((seq, at[..., 0]), packed[..., :ROW_BYTES])
+    comp_fp8.view(B, nblk * nbytes // 8, 8)[..., :N_TILES].index_put_((seq, at[..., 1]), packed[..., ROW_BYTES:])
 
 
 def dequantize_entries(comp_fp8: torch.Tensor, indices: torch.Tensor, block_size: int = BLOCK_SIZE) -> torch.Tensor:
@@ -134,7 +150,8 @@ def fill_inputs(xs, dims, seed):
     """make_inputs(dims, dtype, seed, device)'s values written into xs, an earlier make_inputs result of
     the same dims, dtype and device, wherever reference() reads them: the bf16 task's rows-only refill
     with the named entries quantised into their blocks (the harness refills a timed batch's inputs with it)."""
-    BF16_TASK.build_inputs(dims, xs[0].dtype, seed, xs[0].device, out=xs, rows_only=True, write_rows=write_entry_rows,
+    write = functools.partial(write_entry_rows, n_entries=dims["ctx"] // 4)
+    BF16_TASK.build_inputs(dims, xs[0].dtype, seed, xs[0].device, out=xs, rows_only=True, write_rows=write,
                            **BF16_TASK._knobs(dims, seed))
     return True
 
@@ -155,7 +172,7 @@ def reference(q, kv_window, window_len, comp_fp8, indices, sinks, cos, sin):
 def bytes_moved(dims, dtype):
     es = torch.empty((), dtype=dtype).element_size()
     B, H, topk = dims["batch"], dims["heads"], dims["topk"]
-    lens = BF16_TASK.ragged_lengths(dims, 0).tolist()
+    lens = BF16_TASK.spread_lengths(dims)
     win = sum(min(L, 128) for L in lens)
     ent = sum(min(topk, L // 4) for L in lens)
     return 2 * B * H * D * es + win * D * es + ent * BYTES_PER_TOKEN + B * topk * 4 + B * 4 + H * 4 + 2 * B * 32 * 4

@@ -162,7 +162,7 @@ def test_a_rows_only_fill_that_misses_a_read_entry_is_refused_at_load(tmp_path):
     shutil.copytree(load_task("dsv4_csa_decode").root, d)
     ref = d / "reference.py"
     ref.write_text(ref.read_text() + "\n\ndef fill_inputs(xs, dims, seed):  # the last slot forgotten\n"
-                   "    skip = lambda comp, idx, rows: write_entry_rows(comp, idx[:, :-1], rows[:, :-1])\n"
+                   "    skip = lambda comp, seq, entries, rows: write_entry_rows(comp, seq, entries[:, :-1], rows[:, :-1])\n"
                    "    build_inputs(dims, xs[0].dtype, seed, xs[0].device, out=xs, rows_only=True, write_rows=skip,\n"
                    "                 **_knobs(dims, seed))\n"
                    "    return True\n")
