@@ -66,3 +66,55 @@ def hbm_roof(task: Any, packs: Iterable[Any]) -> Roof | None:
         except Exception:  # a reference that can't size one shape: no floor for it, the rest stand
             continue
     return Roof(pack.id, bw, floors)
+
+
+# -- a verdict's shapes against the copy bandwidth: the tuner's stop rule and the run's summary ----------
+
+NEAR_PCT = 95.0  # a bucket within 5% of its roofline on every shape that counts: the tuner stops there
+MIN_ROOFLINE_US = 10.0  # a shape whose roofline time is shorter is launch-bound: it never counts toward that
+
+
+def shape_pct(shape: dict, copy_tb_s: float | None = None) -> tuple[float | None, float | None]:
+    """(% of roofline, roofline time in µs) of one timed shape of a verdict: its `roofline_pct`
+    (against the copy bandwidth measured on the GPU), else its `bytes_moved` over `copy_tb_s` (a
+    hardware pack's measured_copy_tb_s or hbm_tb_s); (None, None) without either."""
+    us, pct = shape.get("candidate_us"), shape.get("roofline_pct")
+    if not isinstance(us, (int, float)) or us <= 0:
+        return None, None
+    if isinstance(pct, (int, float)) and pct > 0:
+        return float(pct), us * pct / 100
+    moved = shape.get("bytes_moved")
+    if copy_tb_s and isinstance(moved, (int, float)) and moved > 0:
+        roof_us = moved / (copy_tb_s * 1e6)
+        return roof_us / us * 100, roof_us
+    return None, None
+
+
+@dataclass
+class BucketRoof:
+    """Where one bucket's kernel stands: % of roofline per shape, and the figure that decides (the
+    lowest over the shapes of at least MIN_ROOFLINE_US)."""
+    pcts: dict[str, float] = field(default_factory=dict)  # shape name -> %
+    counted: list[str] = field(default_factory=list)  # shapes long enough to count
+
+    @property
+    def pct(self) -> float | None:
+        xs = [self.pcts[n] for n in self.counted]
+        return min(xs) if xs else None
+
+    @property
+    def near(self) -> bool:
+        return self.pct is not None and self.pct >= NEAR_PCT
+
+
+def bucket_roof(shapes: Iterable[dict], copy_tb_s: float | None = None) -> BucketRoof:
+    out = BucketRoof()
+    for s in shapes:
+        pct, roof_us = shape_pct(s, copy_tb_s)
+        if pct is None:
+            continue
+        name = str(s.get("name", "?"))
+        out.pcts[name] = pct
+        if roof_us is not None and roof_us >= MIN_ROOFLINE_US:
+            out.counted.append(name)
+    return out

@@ -1,6 +1,7 @@
 """The one block a headless run ends with: the tally (counted from the rows of results.tsv, so the
-two agree), the best candidate's speedup per shape with its noise band, the session folder, and the
-commands that come next (export, report, resume)."""
+two agree), the best candidate's speedup per shape with its noise band, where anything was timed how
+far each bucket's kernel is from the roofline, the session folder, and the commands that come next
+(export, report, resume)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -9,6 +10,8 @@ from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import OUTCOMES
 from harness.history import SessionHistory
 from harness.journal import results_rows
+from harness.roofline import MIN_ROOFLINE_US, NEAR_PCT, BucketRoof, bucket_roof
+from harness.tasks import TaskError, load_task
 
 
 def _best_lines(h: SessionHistory | list[dict]) -> list[str]:
@@ -48,6 +51,63 @@ def _best_lines(h: SessionHistory | list[dict]) -> list[str]:
     return out
 
 
+def _copy_tb_s(h: SessionHistory) -> float | None:
+    """The hardware pack's copy bandwidth (TB/s) from the last prompt's packs: the roofline where a
+    verdict lacks its measured `roofline_pct` (the tuner divides by the same)."""
+    from harness.agents.tunespace import hardware_limits  # (tree-sitter): only when a summary is printed
+
+    packs = next((r.get("packs") for r in reversed(h.records) if r.get("kind") == "PromptPacks"), None)
+    specs = hardware_limits(packs or [])[1]
+    return specs.get("measured_copy_tb_s") or specs.get("hbm_tb_s")
+
+
+def _roof_text(roof: BucketRoof) -> str:
+    shapes = " | ".join(f"{n} {p:.0f}%" + ("" if n in roof.counted else " (launch-bound)")
+                        for n, p in roof.pcts.items())
+    if roof.pct is None:
+        return f"{shapes}; no shape long enough to count (under {MIN_ROOFLINE_US:g} us at the roofline)"
+    gap = 100 - roof.pct
+    head = (f"{roof.pct:.0f}% of the roofline, within {100 - NEAR_PCT:g}% of it: the tuner stops there"
+            if roof.near else f"{roof.pct:.0f}% of the roofline, {gap:.0f} points from it")
+    return f"{head} ({shapes})"
+
+
+def _roofline_lines(session, h: SessionHistory) -> list[str]:
+    """Per bucket of the task (or for the best kernel, without buckets): the kernel that runs there
+    at the end (harness.dispatch's routing, as `sessions export` writes it) and how far it is from
+    the roofline: % of copy bandwidth on each timed shape; the figure is the lowest over the shapes
+    whose roofline time is at least MIN_ROOFLINE_US (harness.roofline), as the tuner's stop rule."""
+    from harness.dispatch import dispatch_table, shape_dims  # (the dispatcher's writer): only at a summary
+
+    verdicts = {it: st.verdict for it, st in h.steps.items() if st.verdict is not None}
+    if not any((v or {}).get("timing_available") for v in verdicts.values()):
+        return []  # nothing timed (no GPU): no roofline to stand against
+    try:
+        task = load_task(session.meta.task)
+    except (TaskError, OSError):
+        return []
+    bw = _copy_tb_s(h)
+    lines = []
+    if task.buckets:
+        for row in dispatch_table(session, task, h):
+            if row.kind == "default":
+                lines.append(f"    {row.bucket.name:<8} nothing kept: the task's default runs there")
+                continue
+            v = Verdict.from_json(verdicts.get(row.iteration) or {})
+            mine = [s.to_json() for s in v.shapes if row.bucket.contains(shape_dims(task, s))]
+            roof = bucket_roof(mine, bw)
+            who = f"#{row.iteration}" + (" (kept for this bucket)" if row.kind == "bucket-keep" else " (the best)")
+            lines.append(f"    {row.bucket.name:<8} {who}: "
+                         + (_roof_text(roof) if roof.pcts else "no roofline figure"))
+    elif h.keeps:
+        it = h.keeps[-1].get("iteration")
+        roof = bucket_roof([s.to_json() for s in Verdict.from_json(verdicts.get(it) or {}).shapes], bw)
+        if roof.pcts:
+            lines.append(f"    #{it}: " + _roof_text(roof))
+    return ["  roofline, per bucket (% of copy bandwidth; the kernel each one runs now):" if task.buckets
+            else "  roofline (% of copy bandwidth):"] + lines if lines else []
+
+
 def summary_lines(session, ended=None) -> list[str]:
     """The block, as lines. `ended` is the run's SessionEnded event (None when interrupted)."""
     h = SessionHistory.of(session)
@@ -59,6 +119,7 @@ def summary_lines(session, ended=None) -> list[str]:
              "  tally: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in OUTCOMES)
              + f" ({len(rows)} decided, as in results.tsv)"]
     lines += _best_lines(h)
+    lines += _roofline_lines(session, h)
     more = started + 10 if ended is not None and ended.reason == "iterations done" else None
     lines += [f"  session folder: {session.root}",
               f"  export the best:  warpsmith sessions export {session.id} -o best_kernel.py",

@@ -6,12 +6,19 @@ What it searches (harness.agents.tunespace): each variant the task lists in task
 each literal knob (launch num_warps / num_stages / blocks, UPPER_CASE module ints). Configurations
 that fail a `# warpsmith: require` line or the hardware's limits are never proposed.
 
-How (harness.agents.tunesearch): each variant's own defaults first, then, per shape bucket of the
-task (the one furthest from its roofline first), Optuna's TPE over variant x knobs, fed every earlier
-result; a configuration that lost badly on the bucket's smallest shape is recorded as pruned; when
-TPE only suggests what was tried, it climbs one step from the bucket's best. A bucket whose best is
-within 10% of the roofline (copy bandwidth) is done. Winners per bucket come out through the
-loop's per-bucket keeps (`--keep-buckets auto`) and `sessions export`.
+How: each variant's own defaults first (the baseline's are timed by the first evaluation, as its
+incumbent), then, per shape bucket of the task (the one furthest from its roofline first, a try in
+a row that gained nothing there counting against it), a move from the bucket's best chosen by what
+every try taught (harness.agents.tunemodel): the values the bucket can't tell apart, a model of
+what each value does, joint moves of knobs that each gained, a value a `require` line ties to
+others tried with the fewest others moved to fit; the knobs the bucket doesn't feel are set as the
+other buckets want them. The variant that leads most buckets is also climbed in the others. Every
+try is recorded in a per-bucket Optuna study (harness.agents.tunesearch; a configuration that lost
+badly on the bucket's smallest shape as pruned); TPE and a one-knob climb take over where the model
+has no move, and were the whole search before issue 36 (`TunerAgent(strategy="walk")`). A bucket
+whose best is within 5% of the roofline (copy bandwidth) on every shape of 10 us and more is done:
+no more tries for it; when every bucket is, the tuner stops and says so. Winners per bucket come
+out through the loop's per-bucket keeps (`--keep-buckets auto`) and `sessions export`.
 
 It also reads what it can from the person's ideas and veto reasons (harness.agents.tuneideas), and
 says in its reasoning what it took and what it can't use. Nothing is ever proposed twice: tries are
@@ -19,24 +26,36 @@ rebuilt from the journal, and the studies live in `<session>/tuner/` so a resume
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from harness import sourcefile
-from harness.agents import tuneideas, tunesearch
+from harness.agents import tuneideas, tunemodel, tunesearch
 from harness.agents.base import AgentEvent, Exhausted, Proposal, ProposalContext, ReasoningChunk, code_key
 from harness.agents.tuner_knobs import (PY, WARPS, Knob, apply, config_of, find_knobs,  # noqa: F401 (re-exported)
                                         kind_of, neighbours)
 from harness.agents.tunespace import Space, SpaceError, hardware_limits, read_space
+from harness.roofline import NEAR_PCT, bucket_roof
 
-DONE_PCT = 90.0  # a bucket within 10% of its roofline is not searched further
-MIN_ROOFLINE_US = 10.0  # shorter shapes are launch-bound: they don't count toward "done"
 EXPLORE_EVERY = 3  # once a bucket has TPE_AFTER timed points, every 3rd pick is TPE's even if a climb is open
 TPE_AFTER = 4
 INERT = 0.02  # a knob whose one-step change moved a bucket's time by less than this is skipped there
 ASKS = 12  # TPE suggestions tried before climbing from the bucket's best instead
+STALL_PCT = 5.0  # a bucket's turn: its % of roofline, plus this for each aimed try in a row that gained nothing
+# How the next configuration is chosen once each variant's defaults are timed:
+#   model: per bucket, joint moves from its best ranked by what every try taught (harness.agents.tunemodel);
+#   walk:  one step on one knob from the bucket's best, TPE every third pick (the search before issue 36,
+#          kept to compare against: tests/agents/test_tuner_landscape.py).
+STRATEGIES = ("model", "walk")
+
+
+# Each variant's feasible configurations, by (variant, source, limits): checking split.py's 13824
+# combinations against its `require` lines takes a few hundred ms, and every proposal asks.
+_GRIDS: dict[tuple, tuple[list[dict], list[tuple], set[tuple]]] = {}
+_SPACES: dict[tuple, Space] = {}
 
 
 @dataclass
@@ -46,6 +65,7 @@ class Try:
     config: dict
     outcome: str
     shapes: list[dict] = field(default_factory=list)
+    aimed: str | None = None  # the bucket it was proposed for
 
     @property
     def key(self) -> tuple:
@@ -68,13 +88,13 @@ class BucketView:
     best_us: float | None = None
     pct: float | None = None  # geomean % of roofline of the best over the shapes that count
     min_pct: float | None = None
-    counted: int = 0  # shapes with a roofline time >= MIN_ROOFLINE_US
+    counted: int = 0  # shapes with a roofline time >= MIN_ROOFLINE_US (harness.roofline)
 
     absent: bool = False  # measured shapes exist, none of them in this bucket (e.g. the interpreter's)
 
     @property
     def done(self) -> bool:
-        return self.counted > 0 and self.min_pct is not None and self.min_pct >= DONE_PCT
+        return self.counted > 0 and self.min_pct is not None and self.min_pct >= NEAR_PCT
 
 
 def _label(config: dict) -> str:
@@ -90,8 +110,11 @@ class TunerAgent:
     model = ""
     reads_prompt = False  # it edits constants; a measured profile in the prompt would go unread
 
-    def __init__(self, session_dir: Path | None = None):
+    def __init__(self, session_dir: Path | None = None, strategy: str = "model"):
+        if strategy not in STRATEGIES:
+            raise ValueError(f"tuner strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
         self.session_dir = Path(session_dir) if session_dir else None
+        self.strategy = strategy
         self._studies = None
         self._spaces_key = None
         self._lock = threading.RLock()
@@ -111,7 +134,10 @@ class TunerAgent:
                 source = sourcefile.read_text(path)
             except sourcefile.SourceEncodingError as e:
                 raise SpaceError(f"{task.toml_path}: variants: {e}") from None
-            out.append(read_space(source, str(rel)))
+            k = (str(rel), code_key(source))
+            if k not in _SPACES:  # (read with tree-sitter: ~10 ms a variant, on every proposal)
+                _SPACES[k] = read_space(source, str(rel))
+            out.append(_SPACES[k])
         return out
 
     def _buckets(self, task) -> list[BucketView]:
@@ -147,7 +173,7 @@ class TunerAgent:
         return value
 
     def _status(self, tries: list[Try], specs: dict, views: list[BucketView]) -> None:
-        bw = (specs.get("measured_copy_tb_s") or specs.get("hbm_tb_s") or 0) * 1e6  # bytes per us
+        bw = specs.get("measured_copy_tb_s") or specs.get("hbm_tb_s")  # TB/s, where a verdict lacks roofline_pct
         shaped = [t for t in tries if t.shapes]
         for b in views:
             b.absent = bool(shaped) and not any(self._in(b, t) for t in shaped)
@@ -161,21 +187,10 @@ class TunerAgent:
                     b.best, b.best_us = t, us
             if b.best is None:
                 continue
-            pcts, counted = [], []
-            for s in self._in(b, b.best):
-                pct = s.get("roofline_pct")
-                roof_us = s["candidate_us"] * pct / 100 if pct else None
-                if pct is None and bw and s.get("bytes_moved"):
-                    roof_us = s["bytes_moved"] / bw
-                    pct = roof_us / s["candidate_us"] * 100
-                if pct is None:
-                    continue
-                pcts.append(pct)
-                if roof_us is not None and roof_us >= MIN_ROOFLINE_US:
-                    counted.append(pct)
-            b.pct = tunesearch.geomean(pcts)
-            b.counted = len(counted)
-            b.min_pct = min(counted) if counted else None
+            roof = bucket_roof(self._in(b, b.best), bw)
+            b.pct = tunesearch.geomean(list(roof.pcts.values()))
+            b.counted = len(roof.counted)
+            b.min_pct = roof.pct
 
     # -- the proposal ---------------------------------------------------------------------------
     def propose(self, ctx: ProposalContext) -> Iterator[AgentEvent]:
@@ -191,16 +206,19 @@ class TunerAgent:
             return
         limits, specs, hw = hardware_limits(ctx.packs)
         views = self._buckets(ctx.task)  # local: proposer threads (--proposals N) share this agent
-        tries = [Try(a.iteration, a.meta["variant"], dict(a.meta.get("config") or {}), a.outcome, list(a.shapes))
-                 for a in ctx.history if a.meta.get("variant")]
+        tries = [Try(a.iteration, a.meta["variant"], dict(a.meta.get("config") or {}), a.outcome, list(a.shapes),
+                     a.meta.get("bucket")) for a in ctx.history if a.meta.get("variant")]
         tried = {t.key for t in tries}
 
         inc_key = code_key(ctx.incumbent_source)
-        grids = {s.variant: s.grid(limits) for s in spaces}
+        grids = {s.variant: self._grid(s, limits)[0] for s in spaces}
         by_variant = {s.variant: s for s in spaces}
         for s in spaces:  # the incumbent itself is measured on every try: never propose it
             if code_key(s.render(s.default())) == inc_key:
                 tried.add(key_of(s.variant, s.default()))
+        baseline = self._baseline_try(ctx, spaces) if self.strategy == "model" else None
+        if baseline is not None:  # timed as the first try's incumbent: never proposed again either
+            tried.add(baseline.key)
 
         def neighbourhood(variant: str, config: dict) -> set[tuple]:
             out = {key_of(variant, config)}
@@ -220,11 +238,13 @@ class TunerAgent:
         # -- what is left to try --------------------------------------------------------------
         pin_notes = []
         pool: dict[str, list[dict]] = {}
+        pool_keys: dict[str, set[tuple]] = {}  # the same, as keys (membership over 15k configurations, per proposal)
         pinned_spaces = [s for s in spaces if any(n in {p.name for p in s.params} for n in reading.pins)]
         for s in spaces:
             if reading.pins and pinned_spaces and s not in pinned_spaces:
                 continue
-            cands = grids[s.variant]
+            grid, grid_keys, _ = self._grid(s, limits)
+            cands = None  # every configuration of the grid, unless a pin narrows it
             for name, value in reading.pins.items():
                 p = next((p for p in s.params if p.name == name), None)
                 if p is None:
@@ -232,12 +252,15 @@ class TunerAgent:
                 if value not in p.values:
                     pin_notes.append(f"{name}={value} is not among {_short(s.variant)}'s values {p.values}")
                     continue
-                cands = [c for c in cands if c.get(name) == value]
-            pool[s.variant] = [c for c in cands if key_of(s.variant, c) not in tried
-                               and key_of(s.variant, c) not in reading.excluded]
+                cands = [(c, k) for c, k in (cands if cands is not None else zip(grid, grid_keys))
+                         if c.get(name) == value]
+            keys = set(grid_keys) if cands is None else {k for _, k in cands}
+            pool_keys[s.variant] = keys - tried - reading.excluded
+            pool[s.variant] = [c for c, k in (cands if cands is not None else zip(grid, grid_keys))
+                               if k in pool_keys[s.variant]]
         left = sum(len(v) for v in pool.values())
 
-        self._status(tries, specs, views)
+        self._status(([baseline] if baseline is not None else []) + tries, specs, views)
         studies = self._study(ctx, views)
         if studies is not None:  # every try is in every bucket's study, the first ones included
             with self._lock:
@@ -271,7 +294,8 @@ class TunerAgent:
                            f"{tunesearch.PRUNE_RATIO}x the best time on its smallest shape)" if pruned else "")
             text.append(f"Bucket {b.name}: best {b.best_us:.1f} us{roof} ({_short(b.best.variant)} "
                         f"{_label(b.best.config)}){pruned_text}"
-                        + (" — within 10% of roofline, done. " if b.done else ". "))
+                        + (f" — within {100 - NEAR_PCT:g}% of roofline, done: no more tries for it. "
+                           if b.done else ". "))
         if reading.took:
             text.append("From you, taken: " + "; ".join(reading.took) + ". ")
         if pin_notes:
@@ -294,7 +318,8 @@ class TunerAgent:
         live = [b for b in views if not b.done and not b.absent]
         if not live:  # nothing left to aim a search at: stop, as when every configuration was tried
             if any(b.done for b in views):
-                yield Exhausted("tuner: every bucket is within 10% of its roofline")
+                yield Exhausted(f"tuner: every bucket is within {100 - NEAR_PCT:g}% of its roofline ("
+                                + "; ".join(f"{b.name} {b.min_pct:.0f}%" for b in views if b.done) + ")")
             else:
                 yield Exhausted("tuner: every bucket is done or absent: no bucket left to search ("
                                 + "; ".join(f"{b.name}: no shape of it is run on this machine" for b in views) + ")")
@@ -308,16 +333,20 @@ class TunerAgent:
         choice, why, bucket = None, "", None
         # Each variant's own defaults first (a kernel engineer's starting points), unless the person
         # asked for a direction that some untried configuration takes: that comes first.
-        flat = [(v, c) for v, cs in pool.items() for c in cs]
-        asked = bool(reading.prefer) and bool(self._preferred(flat, reading, BucketView("", lambda d: True), spaces))
+        asked = bool(reading.prefer) and bool(self._preferred([(v, c) for v, cs in pool.items() for c in cs], reading,
+                                                              BucketView("", lambda d: True), spaces))
         for s in ([] if asked else spaces):
             d = s.default()
             for name, value in reading.pins.items():
                 if name in d:
                     d[name] = value
-            if any(c == d for c in pool.get(s.variant, [])):
+            if key_of(s.variant, d) in pool_keys.get(s.variant, ()):
                 choice, why = (s.variant, d), "its own defaults, a first look at this variant"
                 break
+        if choice is None and self.strategy == "model" and not reading.prefer:
+            picked = self._pick_model(spaces, pool_keys, views, live, tries, baseline, limits)
+            if picked is not None:
+                choice, why, bucket = picked
         if choice is None:
             timed = [b for b in live if b.pct is not None]
             if timed:
@@ -384,6 +413,161 @@ class TunerAgent:
         if climb is not None:
             return climb
         return flat[0], "the next untried configuration in grid order"
+
+    # -- the model strategy (harness.agents.tunemodel) ----------------------------------------
+    def _grid(self, space: Space, limits: dict) -> tuple[list[dict], list[tuple], set[tuple]]:
+        """The space's feasible configurations and their keys, computed once per source and limits
+        (split.py's 13824 combinations take a few hundred ms to check, and every proposal asks)."""
+        k = (space.variant, code_key(space.source), tuple(sorted(limits.items())))
+        if k not in _GRIDS:
+            grid = space.grid(limits)
+            keys = [key_of(space.variant, c) for c in grid]
+            _GRIDS[k] = (grid, keys, set(keys))
+        return _GRIDS[k]
+
+    @staticmethod
+    def _baseline_try(ctx, spaces) -> Try | None:
+        """The task's baseline as a try of its variant: the first evaluation timed it as the incumbent
+        (its figures are in that verdict), so it needs no evaluation of its own."""
+        base_key = code_key(ctx.task.baseline_path.read_text()) if ctx.task.baseline_path else None
+        space = next((s for s in spaces if code_key(s.render(s.default())) == base_key), None)
+        first = min((a for a in ctx.history if a.shapes), key=lambda a: a.iteration, default=None)
+        if space is None or first is None:
+            return None
+        shapes = [{**s, "candidate_us": s.get("incumbent_us"),
+                   "roofline_pct": s["roofline_pct"] * s["candidate_us"] / s["incumbent_us"]
+                   if s.get("roofline_pct") and s.get("candidate_us") and s.get("incumbent_us") else None}
+                  for s in first.shapes]
+        return Try(0, space.variant, space.default(), "reverted", shapes)
+
+    @staticmethod
+    def _noise(tries: list[Try]) -> float:
+        """The timing noise as a standard deviation of one measured log time, from the verdicts' bands
+        (the half-width of a 99% interval of a ratio of two medians: 2.58 x 1.41 of it)."""
+        bands = sorted(s["noise_pct"] for t in tries for s in t.shapes if isinstance(s.get("noise_pct"), (int, float)))
+        return bands[len(bands) // 2] / 100 / 3.65 if bands else 0.005
+
+    def _points(self, bucket: BucketView, tries: list[Try]) -> dict[str, list[tunemodel.Point]]:
+        out: dict[str, list[tunemodel.Point]] = {}
+        for t in tries:
+            mine = self._in(bucket, t)
+            if not t.ok or not mine or any(not s.get("candidate_us") or not s.get("correct", True) for s in mine):
+                continue
+            out.setdefault(t.variant, []).append(tunemodel.Point(
+                t.config, {str(s.get("name")): float(s["candidate_us"]) for s in mine}, t.iteration, t.aimed))
+        return out
+
+    def _stalled(self, bucket: BucketView, tries: list[Try], noise: float) -> int:
+        """How many of the latest tries aimed at the bucket, in a row, gained nothing there."""
+        pts = sorted((p for ps in self._points(bucket, tries).values() for p in ps), key=lambda p: p.iteration)
+        n = 0
+        for i in range(len(pts) - 1, -1, -1):
+            if pts[i].aimed != bucket.name:
+                continue
+            before = [p.log_us for p in pts[:i]]
+            if before and pts[i].log_us < min(before) - max(noise, 0.005):
+                break
+            n += 1
+        return n
+
+    def _pick_model(self, spaces, pool_keys, views: list[BucketView], live: list[BucketView], tries: list[Try],
+                    baseline: Try | None, limits: dict):
+        """(choice, why, bucket) by the model strategy, or None when nothing is timed (no GPU) or no
+        move is worth anything: the walk and TPE take over."""
+        timed = ([baseline] if baseline is not None else []) + tries
+        if not any(s.get("candidate_us") for t in timed for s in t.shapes):
+            return None
+        noise = self._noise(tries)
+        tol = max(tunemodel.SAME, noise)
+        by_variant = {s.variant: s for s in spaces if s.params}
+        points = {b.name: self._points(b, timed) for b in views}
+        leader = {b.name: min(points[b.name], key=lambda v: min(p.log_us for p in points[b.name][v]))
+                  for b in views if points[b.name]}
+        # The variant that leads the most buckets is climbed in every bucket, measured against its own
+        # best there: a bucket led by another variant may go to it once it wins there (rmsnorm's
+        # split.py on decode rows, where kernel.py's defaults lead until split's tile is set).
+        counts = {v: sum(1 for x in leader.values() if x == v) for v in leader.values()}
+        first = max(counts, key=lambda v: (counts[v], -list(counts).index(v)), default=None)
+        untried = {v: (lambda c, v=v: key_of(v, c) in pool_keys.get(v, ())) for v in by_variant}
+        launchable = {v: (lambda c, v=v, keys=self._grid(s, limits)[2]: key_of(v, c) in keys)
+                      for v, s in by_variant.items()}
+        bases: dict[str, list[tunemodel.Base]] = {}
+        for b in live:
+            for v in dict.fromkeys([leader.get(b.name), first]):
+                if v in by_variant and v in points[b.name]:
+                    space = by_variant[v]
+                    bases.setdefault(b.name, []).append(
+                        tunemodel.Base.of(b.name, v, space.params, points[b.name][v], noise, tol))
+        stalled = {b.name: self._stalled(b, timed, noise) for b in live}
+
+        def turn(b: BucketView) -> float:
+            # The bucket furthest from its roofline (shapes of 10 us and more), each try in a row aimed
+            # at it that gained nothing counting STALL_PCT against it.
+            pct = b.min_pct if b.counted else b.pct
+            return (pct if pct is not None else 0.0) + STALL_PCT * stalled[b.name]
+
+        plans: dict[str, tuple] = {}
+        for reach in (tunemodel.REACH, 1 << 20):  # near the bases first; any value of a knob once those are tried
+            for b in live:
+                # Its leader's move, or the leading variant's where that is worth more.
+                moves = [(base, base.best(launchable[base.variant], untried[base.variant], reach))
+                         for base in bases.get(b.name, [])]
+                moves = [(base, m) for base, m in moves if m is not None]
+                if moves:
+                    plans[b.name] = max(moves, key=lambda bm: bm[1].gain)  # (the first of equals: the leader)
+            if plans:
+                break
+        else:
+            return None
+        # A bucket with a move worth something first; among those, its turn; else the least bad move.
+        promising = [b for b in live if b.name in plans and plans[b.name][1].gain > 0]
+        bucket = (min(promising, key=turn) if promising
+                  else max((b for b in live if b.name in plans), key=lambda b: plans[b.name][1].gain))
+        base, move = plans[bucket.name]
+        config, served = self._fill(base, move, bases, live, launchable, untried)
+        space = by_variant[base.variant]
+        order = {p.name: i for i, p in enumerate(space.params)}
+        pct = bucket.min_pct if bucket.counted else bucket.pct
+        steps = ", ".join(f"{k} {base.config.get(k)}->{config[k]}" for k in sorted(move.config, key=order.get)
+                          if move.config[k] != base.config.get(k) and not base.same.free(k))
+        how = {"step": "a move", "joint": "a joint move of two knobs that each gained",
+               "fit": f"an untried {move.changed[0]}, with the fewest other knobs moved to fit it"}[move.kind]
+        why = (f"for bucket {bucket.name}" + (f" ({pct:.0f}% of roofline" if pct is not None else " (")
+               + (f", {stalled[bucket.name]} tr{'y' if stalled[bucket.name] == 1 else 'ies'} in a row gained nothing"
+                  if stalled[bucket.name] else "")
+               + f"): {how}, {steps} on {_short(base.variant)} from its best there; "
+               + f"what the tries so far predict: {(math.exp(-move.mean) - 1) * 100:+.1f}% ±{move.sd * 100:.1f}%")
+        if base.free:
+            why += f"; it doesn't feel {', '.join(base.free)} (measured)"
+        if served:
+            why += "; those set as " + " and ".join(served) + " would have them"
+        return (base.variant, config), why, bucket
+
+    def _fill(self, base, move, bases, live, launchable, untried) -> tuple[dict, list[str]]:
+        """The move's configuration with the knobs it leaves alone set for the other buckets, where
+        the move's bucket can't tell the values apart: to another bucket's next move if all of it
+        fits so (one evaluation, two searches served), else to that bucket's best. Kept only where
+        the result can launch and is untried."""
+        config, served, taken = dict(move.config), [], set(move.changed)
+        for b in live:
+            other = next((o for o in bases.get(b.name, []) if o.variant == base.variant and o.bucket != base.bucket),
+                         None)
+            if other is None:
+                continue
+            nxt = other.best(launchable[base.variant], untried[base.variant])
+            for source, what in ((nxt, "next move"), (other.point, "best")):
+                if source is None:
+                    continue
+                want = {k: v for k, v in source.config.items() if k not in taken and v != config.get(k)
+                        and base.same.same(k, v, config.get(k)) and not other.same.same(k, v, config.get(k))}
+                if what == "next move" and not set(nxt.changed) <= set(want):
+                    continue
+                trial = {**config, **want}
+                if want and launchable[base.variant](trial) and untried[base.variant](trial):
+                    config, taken = trial, taken | set(want)
+                    served.append(f"bucket {b.name}'s {what}")
+                    break
+        return config, served
 
     def _inert(self, spaces, bucket: BucketView, tries: list[Try]) -> set[str]:
         """Knobs that don't matter to this bucket, measured: two timed tries of one variant that

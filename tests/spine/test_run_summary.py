@@ -74,3 +74,41 @@ def test_interrupted_summary_counts_what_was_decided(tmp_path):
     lines = summary_lines(s, None)
     assert lines[0] == "session interrupted after 1 iteration"
     assert "0 kept, 0 reverted" in lines[1] and lines[-1].endswith(f"sessions resume {s.id} --headless")
+
+
+def test_the_summary_says_per_bucket_how_far_the_kept_kernel_is_from_the_roofline(tmp_path):
+    """Issue 36: each bucket's kernel at the end (a keep, or a per-bucket keep) and its % of copy
+    bandwidth: the verdict's roofline_pct, else bytes_moved over the hardware pack's copy bandwidth;
+    the figure is the lowest over the shapes of 10 us and more at the roofline."""
+    from types import SimpleNamespace
+
+    from harness.history import SessionHistory
+    from harness.summary import _roofline_lines
+
+    (tmp_path / "pack.toml").write_text('id = "box"\nkind = "hardware"\n[specs]\nmeasured_copy_tb_s = 4.0\n')
+
+    def shape(name, cols, us, pct=None, moved=None):
+        return {"name": name, "dims": {"rows": 8, "cols": cols}, "correct": True, "candidate_us": us,
+                "incumbent_us": us * 1.1, "speedup": 1.1, "noise_pct": 1.0, "roofline_pct": pct, "bytes_moved": moved}
+
+    kept = {"timing_available": True, "shapes": [
+        shape("many short rows", 512, 40.0, 79.0), shape("4k x 4k", 4096, 30.0, 50.0),
+        # no measured bandwidth here: 4 TB/s from the pack: 240e6 B is 60 us at the roofline, 75% of 80 us
+        shape("vocab 32k", 32768, 80.0, moved=240e6), shape("long rows 128k", 131072, 200.0, 60.0)]}
+    short = {"timing_available": True, "shapes": [shape("many short rows", 512, 33.0, 96.0)]}
+    records = [{"kind": "PromptPacks", "iteration": 1, "packs": [{"id": "box", "path": str(tmp_path)}]},
+               {"kind": "EvalResult", "iteration": 1, "verdict": kept},
+               {"kind": "Decision", "iteration": 1, "action": "keep", "commit": "aaaa"},
+               {"kind": "EvalResult", "iteration": 2, "verdict": short},
+               {"kind": "BucketKeep", "iteration": 2, "commit": "bbbb", "buckets": ["short"], "measurements": {}}]
+    lines = _roofline_lines(SimpleNamespace(meta=SimpleNamespace(task="softmax")), SessionHistory.fold(records))
+    assert lines == [
+        "  roofline, per bucket (% of copy bandwidth; the kernel each one runs now):",
+        "    short    #2 (kept for this bucket): 96% of the roofline, within 5% of it: the tuner stops there "
+        "(many short rows 96%)",
+        "    mid      #1 (the best): 50% of the roofline, 50 points from it (4k x 4k 50%)",
+        "    long     #1 (the best): 60% of the roofline, 40 points from it (vocab 32k 75% | long rows 128k 60%)"]
+    # Nothing timed (no GPU): no roofline block at all.
+    untimed = [{**r, "verdict": {**r["verdict"], "timing_available": False}} if r["kind"] == "EvalResult" else r
+               for r in records]
+    assert _roofline_lines(SimpleNamespace(meta=SimpleNamespace(task="softmax")), SessionHistory.fold(untimed)) == []
