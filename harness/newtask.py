@@ -10,8 +10,8 @@ What it reads:
   and must return FUNC's output bit for bit.
 - Example inputs: FILE.py's `example_inputs()`, or `--example EXPR` (evaluated in FILE.py's namespace).
   Their tensors give the dtypes, the ranks and how values are drawn (randn at the example's mean and
-  std, uniform in its range where it is never negative, integers in its range); other values (an eps,
-  a flag) are constants of the task. The dims: `example_inputs`'s integer keyword parameters
+  std, uniform in its range where it is never negative, integers in their range or below the dim they
+  index); other values (an eps, a flag) are constants of the task. The dims: `example_inputs`'s integer keyword parameters
   (`def example_inputs(tokens=4096, hidden=8192)`), each axis mapped to the dim that moves it (probed
   on the meta device, nothing allocated); without them, axes of equal size share one dim, named after
   the first argument and axis that has it (`x_1`).
@@ -21,9 +21,10 @@ What it reads:
 What it derives: interpreter shapes (the first GPU shape halved until the largest input has at most
 INTERP_ELEMENTS elements, and the same with each dim made a prime below it, kept where FUNC runs on
 them), tolerances per dtype (atol no larger than a tenth of the output's typical magnitude), the input
-contract (views of every 2-D+ tensor: a PyTorch function takes any strides), a `[heldout]` range for
-each dim FUNC runs on at sizes 1 and odd, and bytes_moved (inputs and outputs, each once: the
-roofline's floor).
+contract (views of every 2-D+ tensor: a PyTorch function takes any strides), `[heldout]` ranges where
+FUNC runs with every dim odd and with each at 1 (held-out draws combine them), and bytes_moved (inputs
+and outputs, each once: the roofline's floor; outputs' axes matched to dims over probes that vary one
+dim at a time).
 
 The incumbent (kernel.py) is FUNC itself: eager, or through torch.compile where that is faster on the
 GPU (measured here when there is one: CUDA-graph replays of each, the median per call, as the timing

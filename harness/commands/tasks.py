@@ -128,6 +128,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
     print(f"{t.name}: {t.summary}\n  folder {t.root}\n  dsl {t.dsl}, entry {t.entry}(...), dtypes {', '.join(t.dtypes)}")
+    if t.source is not None:  # a task made by `tasks new`: what it was made from, what the incumbent is
+        print(f"  made from {t.source.function} ({t.source.file or 'its file'}); incumbent: {t.source.function} "
+              f"run by PyTorch ({t.source.incumbent})")
     for dt, tol in t.tolerance.items():
         print(f"  tolerance {dt}: atol {tol.atol}, rtol {tol.rtol}")
     print(f"  rules packs: {', '.join(t.rules) or '-'}; model packs: {', '.join(t.models) or '-'}")

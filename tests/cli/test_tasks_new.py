@@ -103,6 +103,8 @@ def test_dims_come_from_example_inputs_and_the_copy_carries_what_the_function_us
     assert "tasks validate glu" in out and "eval glu my_kernel.py" in out
     assert main(["tasks", "validate", "glu"]) == 0
     assert capsys.readouterr().out.startswith("ok: glu (triton, 2 shapes; make_inputs and reference ran on the 2 ")
+    assert main(["tasks", "show", "glu"]) == 0
+    assert "made from gelu_mul (../../ops.py); incumbent: gelu_mul run by PyTorch (eager)" in capsys.readouterr().out
 
 
 def test_an_example_expression_makes_its_numbers_constants_of_the_task(project, capsys):
