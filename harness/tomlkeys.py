@@ -12,7 +12,6 @@ without line numbers; what is needed here is one pass over the lines.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -129,6 +128,9 @@ def dotted(path: Iterable[Any]) -> str:
 
 
 def closest(word: str, known: Iterable[str]) -> str | None:
+    """The known word `word` most likely misspells (difflib's ratio at least 0.6), or None."""
+    import difflib  # only when a key is wrong: every command loads this module at its start
+
     got = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return got[0] if got else None
 
