@@ -57,8 +57,9 @@ CASE_RULES = {"layout": "contract-strides", "mask": "contract-masks", "values": 
 ERRORS = ("elements", "rows")
 _DTYPES = ("task", "float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8", "bool",
            "int")
-_INPUT_KEYS = {"dtype", "layouts", "masks", "max_abs", "min_abs"}
-_KEYS = {"error", "row_rtol", "invariants", "inputs"}
+# The keys of [contract] and of each [contract.inputs.NAME] (harness.tasks checks a task.toml's keys against them).
+INPUT_KEYS = ("dtype", "layouts", "masks", "max_abs", "min_abs")
+KEYS = ("error", "row_rtol", "invariants", "inputs")
 
 
 class ContractError(Exception):
@@ -143,8 +144,8 @@ def parse(raw: Any, params: list[str]) -> Contract:
     if not isinstance(raw, dict):
         raise ContractError("contract", "must be a table")
     for k in raw:
-        if k not in _KEYS:
-            raise ContractError(f"contract.{k}", f"unknown key (known: {', '.join(sorted(_KEYS))})")
+        if k not in KEYS:
+            raise ContractError(f"contract.{k}", f"unknown key (known: {', '.join(sorted(KEYS))})")
     error = raw.get("error", "elements")
     if error not in ERRORS:
         raise ContractError("contract.error", f"{error!r}: must be one of {', '.join(map(repr, ERRORS))}")
@@ -179,8 +180,8 @@ def parse(raw: Any, params: list[str]) -> Contract:
         if not isinstance(spec, dict):
             raise ContractError(key, "must be a table (dtype, layouts, masks, max_abs, min_abs)")
         for k in spec:
-            if k not in _INPUT_KEYS:
-                raise ContractError(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(_INPUT_KEYS))})")
+            if k not in INPUT_KEYS:
+                raise ContractError(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(INPUT_KEYS))})")
         dtype = spec.get("dtype", "task")
         if dtype not in _DTYPES:
             raise ContractError(f"{key}.dtype", f"{dtype!r}: must be one of {', '.join(map(repr, _DTYPES))}")

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from harness.hardware import specs_of, summary as hardware_summary
+from harness.newtask import function_segment
 from harness.packs import KIND_ORDER, Pack, PackWatcher
 
 CHARS_PER_TOKEN = 4
@@ -246,6 +248,7 @@ def render_task(task: Any, packs: Sequence[Pack] = ()) -> str:
     interp = ", ".join(f"{s.name} ({', '.join(f'{k}={v}' for k, v in s.dims.items())})"
                        for s in task.interpreter_shapes)
     lines.append(f"Without a GPU, correctness is checked in Triton's interpreter on: {interp}.")
+    lines += source_section(task)
     try:
         ref_src = task.reference_path.read_text()
         lines += ["", "Reference implementation (reference.py; the ground truth, never import it):",
@@ -253,6 +256,26 @@ def render_task(task: Any, packs: Sequence[Pack] = ()) -> str:
     except OSError:
         pass
     return "\n".join(lines)
+
+
+def source_section(task: Any) -> list[str]:
+    """A task made from a PyTorch function (task.toml [source], `warpsmith tasks new`): that function's
+    source, the goal in the person's own words, and what the incumbent is until a kernel is kept."""
+    src = getattr(task, "source", None)
+    if src is None:
+        return []
+    try:
+        seg = function_segment(task.reference_path.read_text(), src.function)
+    except OSError:
+        seg = None
+    if seg is None:
+        return []
+    origin = f" (from {Path(src.file).name})" if src.file else ""
+    return ["", f"Source of truth: the PyTorch function `{src.function}`{origin}, which this task was made from. "
+            f"Your `{task.entry}` computes what it computes (reference() below calls it), in {task.dsl}, for every "
+            f"input the contract allows. The incumbent starts as this function run by PyTorch ({src.incumbent}): "
+            f"until a kernel is kept, write the first {task.dsl} kernel from scratch; torch may not compute the "
+            "answer in a candidate.", "```python", seg.rstrip(), "```"]
 
 
 def render_attempt(a: Any) -> str:

@@ -19,11 +19,14 @@ from types import ModuleType
 from typing import Any
 
 from harness import sourcefile
+from harness.contract import INPUT_KEYS as CONTRACT_INPUT_KEYS
 from harness.contract import INVARIANTS, Contract, ContractError, check_against_inputs, reference_params, row_errors
+from harness.contract import KEYS as CONTRACT_KEYS
 from harness.contract import apply as apply_contract
 from harness.contract import describe as describe_case
 from harness.contract import parse as parse_contract
 from harness.paths import builtin_dir
+from harness.tomlkeys import Array, OpenTable, Table, closest, line_of, unknown_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,12 +46,12 @@ DEFAULT_INTERPRETER_CALL_TIMEOUT_S = 300.0
 
 
 class TaskError(Exception):
-    """A task that can't be loaded. str() is one line: file, field, problem."""
+    """A task that can't be loaded. str() is one line: file (and line, where known), field, problem."""
 
-    def __init__(self, path: Path | str, field: str, problem: str):
-        self.path, self.field, self.problem = str(path), field, problem
-        where = f"{self.path}: {field}: " if field else f"{self.path}: "
-        super().__init__(where + problem)
+    def __init__(self, path: Path | str, field: str, problem: str, line: int | None = None):
+        self.path, self.field, self.problem, self.line = str(path), field, problem, line
+        at = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{at}: {field}: {problem}" if field else f"{at}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,21 @@ class Bucket:
         return self.dim in dims and self.lo <= dims[self.dim] < self.hi
 
 
+@dataclass(frozen=True)
+class Source:
+    """task.toml `[source]`: the PyTorch function a task was made from (`warpsmith tasks new`). Its copy in
+    reference.py is the task's source of truth: the prompt shows it, and kernel.py runs it as the
+    incumbent (eager, or through torch.compile where that was faster)."""
+
+    function: str                  # defined at module level in reference.py (and kernel.py)
+    file: str = ""                 # where it was copied from, relative to the task folder
+    sha256: str = ""               # of the copied text, to tell when the original has changed since
+    incumbent: str = "eager"       # how kernel.py runs it: eager | torch.compile
+
+
+SOURCE_INCUMBENTS = ("eager", "torch.compile")
+
+
 @dataclass
 class Task:
     name: str
@@ -134,6 +152,7 @@ class Task:
     heldout: HeldOut | None = None  # [heldout]: ranges of the shapes checked but never listed
     # [contract]: what a caller may pass and how an output is judged (harness.contract)
     contract: Contract = field(default_factory=Contract)
+    source: Source | None = None  # [source]: the PyTorch function the task was made from
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -349,6 +368,65 @@ def _heldout(data: dict, path: Path, shapes: list[Shape], interp: list[Shape]) -
     return HeldOut(ranges, iranges, **kw)
 
 
+_SHAPE_TABLE = Table({"name": None, "dims": None, "tags": None, "weight": None, "protected": None})
+
+
+def task_schema(data: dict) -> Table:
+    """Every key a task.toml may have (README "Writing a task"). [heldout]'s keys are the shapes' dims
+    and its limits; [contract.inputs] names reference()'s arguments, which contract.parse checks."""
+    dims = {d: None for key in ("shapes", "interpreter_shapes") for s in (data.get(key) or [])
+            if isinstance(s, dict) and isinstance(s.get("dims"), dict) for d in s["dims"]}
+    limits = {k: None for k in _HELDOUT_KEYS if k != "interpreter"}
+    top = {k: None for k in ("name", "summary", "dsl", "entry", "dtypes", "rules", "models", "default", "e2e",
+                             "variants", "cuda_graphs", "call_timeout_s", "interpreter_call_timeout_s")}
+    return Table({
+        **top,
+        "shapes": Array(_SHAPE_TABLE), "interpreter_shapes": Array(_SHAPE_TABLE),
+        "tolerance": OpenTable(Table({"atol": None, "rtol": None}), DTYPES, "dtype"),
+        "buckets": Array(Table({"name": None, "dim": None, "lo": None, "hi": None})),
+        "heldout": Table({**dims, **limits, "interpreter": Table({**dims, **limits})}),
+        "contract": Table({**{k: None for k in CONTRACT_KEYS},
+                           "invariants": OpenTable(None, tuple(INVARIANTS), "invariant"),
+                           "inputs": OpenTable(Table({k: None for k in CONTRACT_INPUT_KEYS}))}),
+        "source": Table({"function": None, "file": None, "sha256": None, "incumbent": None}),
+    })
+
+
+def unknown_key_errors(path: Path, text: str, data: dict) -> list[TaskError]:
+    """One error per key or table of task.toml the loader doesn't read (a misspelt `[[shape]]` would
+    otherwise be ignored, and its shape never timed), each with its line and the likely intended key."""
+    return [TaskError(path, u.label(), u.problem(), line_of(text, u.path)) for u in unknown_keys(data, task_schema(data))]
+
+
+def _source(data: dict, path: Path, text: str, root: Path) -> Source | None:
+    raw = data.get("source")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TaskError(path, "source", "must be a table", line_of(text, ("source",)))
+    for key in ("function", "file", "sha256", "incumbent"):
+        if key in raw and not isinstance(raw[key], str):
+            raise TaskError(path, f"source.{key}", "must be a string", line_of(text, ("source", key)))
+    fn = raw.get("function", "")
+    if not fn.isidentifier():
+        raise TaskError(path, "source.function", f"{fn!r}: must name a function of reference.py",
+                        line_of(text, ("source", "function")))
+    inc = raw.get("incumbent", "eager")
+    if inc not in SOURCE_INCUMBENTS:
+        raise TaskError(path, "source.incumbent", f"{inc!r}: one of {', '.join(SOURCE_INCUMBENTS)}",
+                        line_of(text, ("source", "incumbent")))
+    ref = root / "reference.py"
+    try:
+        tree = ast.parse(ref.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        tree = None  # (reference.py's own problem is reported when it is imported)
+    if tree is not None and not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn
+                                    for n in tree.body):
+        raise TaskError(path, "source.function", f"reference.py has no module-level `def {fn}(...)`",
+                        line_of(text, ("source", "function")))
+    return Source(fn, raw.get("file", ""), raw.get("sha256", ""), inc)
+
+
 def _str(data: dict, key: str, path: Path, default: str | None = None) -> str:
     v = data.get(key, default)
     if not isinstance(v, str) or not v:
@@ -375,10 +453,14 @@ def check_baseline_defines_entry(kernel: Path, entry: str) -> None:
 def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     root = find_task_dir(name_or_path)
     path = root / "task.toml"
+    text = path.read_text()
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TaskError(path, "", f"bad TOML: {e}") from None
+    unknown = unknown_key_errors(path, text, data)
+    if unknown:
+        raise unknown[0]
     name = _str(data, "name", path)
     dsl = _str(data, "dsl", path)
     if dsl not in DSLS:
@@ -421,12 +503,13 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
             raise TaskError(root / fname, "", "missing (every task needs reference.py and kernel.py)")
     check_baseline_defines_entry(root / "kernel.py", entry)
     heldout = _heldout(data, path, shapes, interp)
+    source = _source(data, path, text, root)
     task = Task(
         name=name, summary=str(data.get("summary", "")), dsl=dsl, entry=entry, dtypes=list(dtypes),
         shapes=shapes, interpreter_shapes=interp, tolerance=tolerance, root=root,
         rules=list(data.get("rules", [])), models=list(data.get("models", [])),
         cuda_graphs=bool(data.get("cuda_graphs", True)), buckets=buckets,
-        default=data.get("default"), e2e=data.get("e2e"), heldout=heldout, raw=data, **limits,
+        default=data.get("default"), e2e=data.get("e2e"), heldout=heldout, source=source, raw=data, **limits,
     )
     try:
         ref = task.load_reference()
@@ -438,7 +521,7 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     cases = hard_cases(ref)
     if cases is None:
         raise TaskError(task.reference_path, "HARD_CASES", "must be a dict of case name -> what it tests")
-    task.contract = _contract(data, path, ref)
+    task.contract = _contract(data, path, ref, text)
     if check_null:
         check_null_outputs_fail(task, ref)
         check_hard_cases(task, ref)
@@ -447,8 +530,9 @@ def load_task(name_or_path: str | Path, check_null: bool = True) -> Task:
     return task
 
 
-def _contract(data: dict, path: Path, ref: ModuleType) -> Contract:
-    """task.toml's [contract], read against reference()'s parameter names."""
+def _contract(data: dict, path: Path, ref: ModuleType, text: str = "") -> Contract:
+    """task.toml's [contract], read against reference()'s parameter names (an entry for an argument
+    reference() doesn't have names its line and the closest argument)."""
     params = reference_params(ref.reference)
     raw = data.get("contract")
     if params is None:
@@ -456,6 +540,12 @@ def _contract(data: dict, path: Path, ref: ModuleType) -> Contract:
             raise TaskError(path, "contract", "reference() takes *args: name its parameters, so the contract can "
                                               "name each input")
         return Contract()
+    for name in (raw or {}).get("inputs") or {} if isinstance(raw, dict) else ():
+        if name not in params:
+            near = closest(name, params)
+            raise TaskError(path, f"contract.inputs.{name}", f"reference() has no argument {name!r} ("
+                            + (f"did you mean {near}?" if near else f"its arguments: {', '.join(params)}") + ")",
+                            line_of(text, ("contract", "inputs", name)))
     try:
         contract = parse_contract(raw, params)
     except ContractError as e:

@@ -192,6 +192,21 @@ class TunerAgent:
             b.counted = len(roof.counted)
             b.min_pct = roof.pct
 
+    @staticmethod
+    def _nothing_to_tune(ctx: ProposalContext) -> str:
+        task, src = ctx.task, getattr(ctx.task, "source", None)
+        try:
+            baseline = src is not None and code_key(ctx.incumbent_source) == code_key(task.baseline_path.read_text())
+        except OSError:
+            baseline = False
+        if baseline:  # a task made from a PyTorch function (`tasks new`): its incumbent is that function
+            return (f"tuner: nothing to tune: the incumbent is {src.function} run by PyTorch ({src.incumbent}), not "
+                    f"a {task.dsl} kernel; the tuner searches the knobs of kernels it is given. Let an LLM agent "
+                    "write the first one (--agent anthropic:MODEL, openai:MODEL, openai-compat:URL), or write it "
+                    "yourself and list it in task.toml `variants` for the tuner to search")
+        return ("tuner: nothing to tune: no `# warpsmith: tune` line and no tunable literal "
+                "(launch num_warps/num_stages, UPPER_CASE int constants) in the incumbent")
+
     # -- the proposal ---------------------------------------------------------------------------
     def propose(self, ctx: ProposalContext) -> Iterator[AgentEvent]:
         try:
@@ -201,8 +216,7 @@ class TunerAgent:
             return
         spaces = [s for s in spaces if s.params] or spaces
         if not any(s.params for s in spaces):
-            yield Exhausted("tuner: nothing to tune: no `# warpsmith: tune` line and no tunable literal "
-                            "(launch num_warps/num_stages, UPPER_CASE int constants) in the incumbent")
+            yield Exhausted(self._nothing_to_tune(ctx))
             return
         limits, specs, hw = hardware_limits(ctx.packs)
         views = self._buckets(ctx.task)  # local: proposer threads (--proposals N) share this agent
