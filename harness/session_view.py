@@ -15,6 +15,7 @@ from rich.text import Text
 
 from harness.evaluate.records import Verdict
 from harness.history import SessionHistory
+from harness.invocation import command
 
 # Decision.by in the journal -> who, in words.
 WHO = {"human": "person", "auto": "auto", "policy": "harness"}
@@ -69,7 +70,7 @@ def print_show(session, console=None) -> None:
         out("  ideas  " + "; ".join(m.ideas))
     rows = candidate_rows(session.journal.read())
     if not rows:
-        out(f"  no candidates yet; continue it with `warpsmith sessions resume {session.id}`")
+        out(f"  no candidates yet; continue it with `{command(f'sessions resume {session.id}')}`")
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     # Short cells never wrap; description and reason take what is left (80 columns in a pipe).
@@ -87,4 +88,4 @@ def print_show(session, console=None) -> None:
     left = [r["iteration"] for r in rows if r["decision"] == "undecided"]
     if left:
         out(f"  left undecided when it stopped: #{', #'.join(left)}; "
-            f"`warpsmith sessions resume {session.id}` asks again")
+            f"`{command(f'sessions resume {session.id}')}` asks again")

@@ -18,6 +18,7 @@ from harness.evaluate import EvalOptions, evaluate, prewarm
 from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import from_cli
 from harness.evaluate.verdict import BEST_US, CAND_US
+from harness.invocation import command
 from harness.tasks import TaskError, load_task
 
 
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 rules_for_task(task)
             except RuleError as e:
-                print(f"warpsmith eval: {e}\n  fix that rules pack (`warpsmith packs validate PATH` checks it), "
+                print(f"warpsmith eval: {e}\n  fix that rules pack (`{command('packs validate PATH')}` checks it), "
                       "or pass --no-static to evaluate without static checks, knowingly", file=sys.stderr)
                 return 2
     try:

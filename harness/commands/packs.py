@@ -30,6 +30,7 @@ from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackErr
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.hardware import ARCH_RE, summary
+from harness.invocation import command
 from harness.tasks import TaskError, load_task
 
 MANIFEST = "MANIFEST.json"
@@ -146,7 +147,7 @@ def _get(args: argparse.Namespace, cat: Catalog) -> Pack | None:
              "; fix the file, or remove it to use the other")
         return None
     except KeyError as e:
-        _err(e.args[0] + "; see `warpsmith packs list`, or give a pack folder")
+        _err(e.args[0] + f"; see `{command('packs list')}`, or give a pack folder")
         for err in cat.errors:
             if err.pack_id == ref:
                 _err(f"a pack with that id was refused: {err}")
@@ -199,7 +200,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(*row)
     con.print(table)
     if not cat.packs:
-        con.print("no packs found; create one with `warpsmith packs new KIND ID`")
+        con.print(f"no packs found; create one with `{command('packs new KIND ID')}`")
     for e in cat.errors:
         con.print(Text.assemble(("refused: ", "red"), str(e)), highlight=False)
     # Where a person's own packs go (`packs new` / `packs import` write to the first).
@@ -380,7 +381,9 @@ def cmd_new(args: argparse.Namespace) -> int:
         _err(f"internal: the scaffold is invalid: {e}")
         return 1
     print(f"created {folder}")
-    print(f"  edit: warpsmith packs edit {args.id}   (or any editor)   then: warpsmith packs validate {folder}")
+    # By folder, not id: a pack made with --dir outside the searched folders has no id `packs edit` finds.
+    where = shlex.quote(_short(folder))
+    print(f"  edit: {command(f'packs edit {where}')}   (or any editor)   then: {command(f'packs validate {where}')}")
     return 0
 
 
@@ -394,7 +397,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"error: {cat.broken[ref]}")
             return 1
         if ref not in cat.packs:
-            _err(f"{ref}: no such pack id, file or folder; see `warpsmith packs list`")
+            _err(f"{ref}: no such pack id, file or folder; see `{command('packs list')}`")
             return 2
         path = cat.packs[ref].path
     if not path.exists():
@@ -444,7 +447,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     if p is not None and p.origin in ("builtin", "entrypoint"):
         print(f"note: editing the {p.origin} copy in {folder}; a user copy would survive upgrades "
-              f"(export/import it, or `warpsmith packs new`)", file=sys.stderr)
+              f"(export/import it, or `{command('packs new')}`)", file=sys.stderr)
     while True:
         try:
             rc = subprocess.call(shlex.split(editor) + [str(f) for f in files])
@@ -520,8 +523,8 @@ def _read_archive(path: Path) -> dict[str, bytes]:
         tar = tarfile.open(path, mode="r:*")
     except tarfile.ReadError:
         # tarfile's own message lists every compression it tried, over several lines.
-        raise ImportRefused(f"{path}: not a tar or tar.gz archive; give a file made by `warpsmith packs "
-                            "export` or a pack folder") from None
+        raise ImportRefused(f"{path}: not a tar or tar.gz archive; give a file made by "
+                            f"`{command('packs export')}` or a pack folder") from None
     except (tarfile.TarError, OSError) as e:
         raise ImportRefused(f"{path}: not a readable tar archive ({e})") from None
     out: dict[str, bytes] = {}

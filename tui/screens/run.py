@@ -22,6 +22,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from harness import events as ev
 from harness.dispatch import bucket_results
+from harness.invocation import command
 from harness.loop import DecisionReply
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decide import RevertReasonScreen
@@ -366,7 +367,7 @@ class RunScreen(Screen[None]):
         app = self.wapp
         if not app.task_.e2e:
             self.notify(f"{app.task_.name} has no end-to-end workload (no e2e = in its task.toml): nothing to "
-                        "profile beyond the kernel itself (warpsmith profile TASK)", severity="warning")
+                        f"profile beyond the kernel itself ({command('profile TASK')})", severity="warning")
             return
         src, label = app.profile_target()
         pack = next((p for p in app.state.packs if app.is_hardware_pack(p)), "")
