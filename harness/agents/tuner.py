@@ -147,7 +147,8 @@ class TunerAgent:
         return value
 
     def _status(self, tries: list[Try], specs: dict, views: list[BucketView]) -> None:
-        bw = (specs.get("measured_copy_tb_s") or specs.get("hbm_tb_s") or 0) * 1e6  # bytes per us
+        # specs_of's names: the datasheet's mem_tb_s (an older pack's hbm_tb_s) when nothing was measured
+        bw = (specs.get("measured_copy_tb_s") or specs.get("mem_tb_s") or 0) * 1e6  # bytes per us
         shaped = [t for t in tries if t.shapes]
         for b in views:
             b.absent = bool(shaped) and not any(self._in(b, t) for t in shaped)

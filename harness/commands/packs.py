@@ -29,7 +29,7 @@ from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackErr
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.hardware import ARCH_RE, summary
+from harness.hardware import ARCH_RE, SPECS, missing_specs, summary
 from harness.invocation import command
 from harness.tasks import TaskError, load_task
 
@@ -142,9 +142,10 @@ def _get(args: argparse.Namespace, cat: Catalog) -> Pack | None:
     except BrokenPackError as e:
         _err(f"{e}")
         fb = getattr(e, "fallback", None)
-        _err(f"pack {ref!r} above is broken and takes precedence" +
-             (f" over the {fb.origin} one in {_short(fb.path)}" if fb is not None else "") +
-             "; fix the file, or remove it to use the other")
+        # Only a pack that exists is offered as the way out.
+        _err(f"pack {ref!r} above is broken and takes precedence over the {fb.origin} one in {_short(fb.path)}; "
+             "fix the file, or remove it to use that one" if fb is not None else
+             f"pack {ref!r} above is broken and no other copy of it exists; fix the file")
         return None
     except KeyError as e:
         _err(e.args[0] + f"; see `{command('packs list')}`, or give a pack folder")
@@ -343,9 +344,24 @@ def scaffold(kind: str, pid: str, dest: Path, title: str | None = None, arch: st
     text = tomli_w.dumps(data)
     if kind == "rules":
         text += SCAFFOLD_RULE
+    if kind == "hardware":
+        text += scaffold_specs()
     (folder / "pack.toml").write_text(text)
     (folder / "overview.md").write_text(SCAFFOLD_MD[kind].format(title=title))
     return folder
+
+
+def scaffold_specs() -> str:
+    """A [specs] table naming every figure the harness reads, each commented out until it holds this
+    GPU's value: a placeholder number would be read as one (a 0 KiB block limit fails every tuner
+    config), and `packs validate` warns for each line still commented."""
+    lines = ["", "[specs]",
+             "# Every figure warpsmith reads (harness/hardware.py SPECS): uncomment each line with this GPU's",
+             "# value and name its source in `sources`. `packs validate` warns for each one still missing",
+             "# and says what reads it."]
+    for name, f in SPECS.items():
+        lines.append(f"# {name} = 0    # {f.means}")
+    return "\n".join(lines) + "\n"
 
 
 def _warnings(p: Pack) -> list[str]:
@@ -362,6 +378,9 @@ def _warnings(p: Pack) -> list[str]:
             out.append(f"{p.toml_path}: hardware.{todo[0]}: still a TODO placeholder")
         if not hw.get("features") and not hw.get("absent"):
             out.append(f"{p.toml_path}: hardware.features/absent: both empty; list what the GPU has and lacks")
+    if p.kind == "hardware":
+        for name in missing_specs(p.raw):
+            out.append(f"{p.toml_path}: specs.{name}: missing ({SPECS[name].means}); read by {SPECS[name].read_by}")
     if p.kind == "hardware" and not p.applies_to.get("arch"):
         out.append(f"{p.toml_path}: applies_to.arch: empty, so this pack is never selected by default; "
                    "set the compute capabilities it describes, e.g. [\"sm_90\", \"sm_90a\"]")
