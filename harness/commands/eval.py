@@ -128,7 +128,7 @@ def print_table(verdict: dict | Verdict, out=None) -> None:
 
         rows = [("shape", "ok", CAND_US, BEST_US, "speedup", "±%", "roofline%", "graph µs")]
         for s in v.shapes:
-            rows.append((s.name, "yes" if s.correct else "NO", _fmt(s.candidate_us, ".1f"),
+            rows.append((s.name, s.ok_word, _fmt(s.candidate_us, ".1f"),
                          _fmt(s.incumbent_us, ".1f"), _fmt(s.speedup, ".3f"), _fmt(s.noise_pct, ".1f"),
                          _fmt(s.roofline_pct, ".0f"), _fmt(s.candidate_graph_us, ".1f")))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

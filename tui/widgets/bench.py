@@ -17,7 +17,7 @@ from harness.roofline import Roof, hbm_roof
 from tui.state import TALLY_KEYS, RunState
 
 # Speedup, its noise band and the roofline first: in a narrow pane the times are what is cut off.
-# A shape that failed its check says "wrong" where its speedup would be.
+# A shape that failed its check says "wrong" where its speedup would be; one never tried, "not run".
 COLUMNS = ("shape", "×", "±", "roof", "best", "cand")  # times in µs (the pane title says so)
 NOISE_MARK = "~"  # a speedup inside its noise band: no win and no loss
 
@@ -54,7 +54,7 @@ def shape_rows(verdict: Verdict | dict | None, roof: Roof | None = None) -> list
         sp = s.speedup
         speed = (NOISE_MARK if within_noise(s) else "") + _num(sp, ".3f") + ("x" if _is_num(sp) else "")
         if ok is False:
-            speed = "wrong"
+            speed = "wrong" if s.ran else "not run"
         band = s.noise_pct
         pct = roof_pct(s, roof)
         rows.append((str(s.name or "?"), speed,
