@@ -168,11 +168,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             "user_dir": str(user_packs_dir()), "project_dir": str(project_packs_dir())}, indent=2))
         return 0
     # rich (~30 ms): not at --help's start, nor for --json
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    con = Console()
+    from harness.rich_console import command_console, print_wide
+
+    con = command_console()  # piped: one line per row, paths never folded (harness/rich_console.py)
     table = Table(title="context packs (later origins override earlier: builtin < entrypoint < user "
                   "< project < env < --path)", title_justify="left")
     any_shadow = bool(cat.shadowed)
@@ -199,7 +200,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 style="red"), *[""] * (ncols - 5))
             continue
         table.add_row(*row)
-    con.print(table)
+    print_wide(con, table)
     if not cat.packs:
         con.print(f"no packs found; create one with `{command('packs new KIND ID')}`")
     for e in cat.errors:
