@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.guard import RuleError, check_source, rejected, rules_for_task
 
     try:
-        task = load_task(args.task, check_null=False)
+        task = load_task(args.task, check_null=False, reference=False)  # static: task.toml is enough, no torch
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
