@@ -14,7 +14,6 @@ from harness.commands.run import TIMEOUT_HELP, check_timeout
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.commands.check import CandidateUnreadable, read_candidate, violation_lines
-from harness.evaluate import EvalOptions, evaluate, prewarm
 from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import from_cli
 from harness.evaluate.verdict import BEST_US, CAND_US
@@ -194,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"warpsmith eval: {problem}", file=sys.stderr)
         return 2
+    # the evaluator, its stages and the sandbox (~60 ms): not at --help's start (commands/__init__.py)
+    from harness.evaluate import EvalOptions, evaluate, prewarm
 
     # The candidate's (and on a GPU the incumbent's) process starts now, while this one loads the
     # task, torch and the static stage: on the H200 each side's imports take seconds.

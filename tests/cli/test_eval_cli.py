@@ -165,13 +165,13 @@ def test_a_fault_inside_the_harness_is_still_a_json_verdict_rejected_with_the_tr
                                                                                         capsys):
     import json
 
-    import harness.commands.eval as cmd
+    import harness.evaluate.runner as runner
 
     def broken(*a, **kw):
         raise KeyError("n_out")  # what a reader did on a malformed reply before replies were checked
 
     monkeypatch.setenv("WARPSMITH_PREWARM", "0")
-    monkeypatch.setattr(cmd, "evaluate", broken)
+    monkeypatch.setattr(runner, "evaluate", broken)  # `eval` imports it from there when it runs
     cand = tmp_path / "cand.py"
     cand.write_text(BASELINE)
     rc = main(["eval", "softmax", str(cand), "--json", "--cpu"])
