@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -69,6 +70,20 @@ def test_decider_abort_raises_in_the_loop_thread_and_auto_skips_the_question():
     assert errors == ["aborted"]
     auto = TuiDecider(lambda req: pytest.fail("auto mode must not ask"), auto=True)
     assert (auto.decide(request(action="revert")).action, auto.decide(request()).by) == ("revert", "auto")
+
+
+def test_turning_auto_on_answers_the_open_question_by_the_policy():
+    d = TuiDecider(lambda req: None)
+    got = []
+    t = threading.Thread(target=lambda: got.append(d.decide(request(action="revert"))))
+    t.start()
+    while d.pending is None:
+        time.sleep(0.01)
+    assert d.set_auto(False) is None  # off: nothing answered
+    answer = d.set_auto(True)
+    t.join(5)
+    assert (answer.action, answer.by) == ("revert", "auto") and got == [answer]
+    assert d.set_auto(True) is None  # no question open
 
 
 OLD = "a\nb\nc\nd\n"

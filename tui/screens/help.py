@@ -19,7 +19,7 @@ KEYS = [
     ("R", "revert with a typed reason that goes back to the agent"),
     ("i", "ideas: standing directions for the agent, in every following prompt until removed"),
     ("m", "switch agent or model (from the next proposal; journalled)"),
-    ("a", "toggle auto mode (follow the harness's recommendation, from the next decision)"),
+    ("a", "toggle auto mode: follow the harness's recommendation, the open decision included"),
     ("space", "pause / resume the loop (takes effect before the next proposal)"),
     ("p", "pack picker: [x] on, [ ] off, Space toggles, a applies (from the next prompt; journalled, so "
           "a resume keeps it). A rules pack you add is enforced; the task's own are enforced even when off"),

@@ -311,14 +311,17 @@ class RunScreen(Screen[None]):
 
     def action_auto(self) -> None:
         app = self.wapp
-        app.decider.auto = not app.decider.auto
+        pending = app.decider.pending
+        # Journalled before the open candidate's Decision: the mode changed, then the policy decided it.
+        app.session.record(ev.DecisionMode("manual" if app.decider.auto else "auto").to_json())
+        answered = app.decider.set_auto(not app.decider.auto)
         app.state.mode = "auto" if app.decider.auto else "manual"
-        app.session.record(ev.DecisionMode(app.state.mode).to_json())
         msg = f"decisions: {app.state.mode}"
-        if app.decider.auto and app.decider.pending is not None and not app.decision_sent:
-            msg += " from the next candidate; decide this one with k or r"
+        if answered is not None and pending is not None:
+            app.decision_sent = answered.action
+            msg += f"; #{pending.iteration} decided by the policy: {answered.action}"
         app.notify(msg)
-        app.call_later(self.redraw, {"status"})
+        app.call_later(self.redraw, {"status", "decision"})
 
     def action_pause(self) -> None:
         app = self.wapp
