@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from harness import events as ev
 from harness.dispatch import bucket_results
@@ -36,6 +36,7 @@ from tui.toasts import keep_toasts_clear
 from tui.widgets.bench import BenchPane
 from tui.widgets.decision import DecisionBar
 from tui.widgets.diff import DiffPane
+from tui.widgets.keys import KeysBar
 from tui.widgets.reasoning import ReasoningPane
 from tui.widgets.status import StatusBar
 
@@ -79,9 +80,9 @@ class RunScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     AUTO_FOCUS = "#reasoning"
     # A maximised pane keeps the decision prompt, the status and the keys in view.
-    ALLOW_IN_MAXIMIZED_VIEW = "DecisionBar, StatusBar, Footer"
-    # Help and quit first: the footer cuts off what does not fit (80 columns while deciding), and
-    # these two must always show; every binding is in the palette and the help screen anyway.
+    ALLOW_IN_MAXIMIZED_VIEW = "DecisionBar, StatusBar, KeysBar"
+    # Help and quit first: the keys bar takes a second line when one can't hold them (tui/widgets/keys.py)
+    # and leaves out the last ones when two can't; every binding is in the palette and the help screen.
     BINDINGS = [
         Binding("question_mark", "help", "help"),
         Binding("q", "quit_app", "quit"),
@@ -136,7 +137,7 @@ class RunScreen(Screen[None]):
                 yield BenchPane(id="bench")
         yield DecisionBar(id="decision")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeysBar(id="keys")
 
     async def on_mount(self) -> None:
         keep_toasts_clear(self)  # notifications sit above the decision bar and status line (tui/toasts.py)
