@@ -9,6 +9,7 @@ import pkgutil
 import sys
 
 import harness.commands
+from harness.invocation import prog
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -21,7 +22,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="warpsmith",
+        prog=prog(),  # usage lines and `PROG CMD -h` hints as the user invoked it (harness/invocation.py)
         description="An agent proposes GPU kernels; warpsmith checks, times, and a person keeps or reverts.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -10,6 +10,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from harness.invocation import command
+
 CUTE_INSTALL = "pip install 'warpsmith[cute]'  (with a CUDA 13 torch: pip install 'warpsmith[cute-cu13]')"
 
 
@@ -34,7 +36,7 @@ def dsl_problem(task: Any, on_gpu: bool) -> str | None:
                 f"{CUTE_INSTALL}")
     if not on_gpu:
         return (f"{task.name} is a CuTe DSL task: its candidates run only on an NVIDIA GPU and none is visible here "
-                f"(`warpsmith check {task.name} FILE` runs the static checks)")
+                f"(`{command(f'check {task.name} FILE')}` runs the static checks)")
     return None
 
 

@@ -89,6 +89,47 @@ def validate_hardware(table: Any, err: Callable[[str, str, str | None], Exceptio
 LEGACY_SPECS = {"hbm_gb": "mem_gb", "hbm_tb_s": "mem_tb_s"}  # the names before GDDR cards had packs
 
 
+@dataclass(frozen=True)
+class SpecField:
+    means: str  # what the figure is, with its unit
+    read_by: str  # who reads it: what goes wrong, or falls back, without it
+
+
+# Every [specs] figure the harness reads (tests/packs/test_specs_fields.py finds each read in harness/):
+# `packs new hardware` scaffolds them all, `packs validate` warns for each one a pack lacks. A pack may
+# state more (fp8_dense_tflops...): prose for the prompt's readers, nothing the harness computes with.
+SPECS: dict[str, SpecField] = {
+    "mem_tb_s": SpecField("memory bandwidth, TB/s (the datasheet's)",
+                          "the roofline: the bench pane's and the report's roofline %, the prompt's time floor per "
+                          "shape, `profile` expectations; without it there is none"),
+    "bf16_dense_tflops": SpecField("dense BF16 tensor-core TFLOP/s (without sparsity)",
+                                   "the prompt's time floor per shape and `profile`'s compute ceiling; without it "
+                                   "`profile --pack` gives no roofline expectation"),
+    "measured_copy_tb_s": SpecField("copy bandwidth measured on this GPU, TB/s (read + write)",
+                                    "the tuner's roofline % per bucket where a verdict has none (its stop rule); "
+                                    "without it the tuner uses mem_tb_s, which no copy reaches"),
+    "smem_per_block_kib": SpecField("shared memory (LDS on AMD) one block may use, KiB",
+                                    "the tuner's `require ... <= smem_per_block` (without it: 227, Hopper's) and "
+                                    "the prompt's device line"),
+    "smem_per_sm_kib": SpecField("shared memory per SM (CU), KiB",
+                                 "the tuner's `smem_per_sm` (without it: 228, Hopper's)"),
+    "registers_per_sm_kib": SpecField("register file per SM (CU), KiB",
+                                      "the tuner's `regs_per_sm` (without it: 256 KiB, Hopper's) and the prompt's "
+                                      "device line"),
+    "warps_per_sm": SpecField("resident warps (wavefronts) per SM (CU)",
+                              "the tuner's `warps_per_sm` (without it: 64, Hopper's)"),
+    "sm_count": SpecField("SMs (CUs on AMD)", "the prompt's device line"),
+    "mem_gb": SpecField("memory size, GB", "the prompt's device line"),
+    "l2_mb": SpecField("L2 cache, MB", "the prompt's device line"),
+}
+
+
+def missing_specs(raw: dict[str, Any]) -> list[str]:
+    """The SPECS fields a hardware pack.toml lacks (an older hbm_* name counts as its mem_* one)."""
+    have = specs_of(raw)
+    return [k for k in SPECS if k not in have]
+
+
 def specs_of(raw: dict[str, Any]) -> dict[str, float]:
     """A pack.toml's [specs] as floats, with the older hbm_* names read as mem_*."""
     out: dict[str, float] = {}

@@ -43,9 +43,10 @@ def shape_table(verdict: dict) -> list[str]:
     shapes = Verdict.from_json(verdict).shapes
     if not shapes:  # stopped before any shape ran: no header without rows
         return []
-    rows = [f"    {'shape':<22} {'ok':<3} {CAND_US:>10} {BEST_US:>10} {'speedup':>8} {'roofline':>8}"]
+    ok = max(3, *(len(s.ok_word) for s in shapes))  # "not run" where a shape never ran
+    rows = [f"    {'shape':<22} {'ok':<{ok}} {CAND_US:>10} {BEST_US:>10} {'speedup':>8} {'roofline':>8}"]
     for s in shapes:
-        rows.append(f"    {s.name[:22]:<22} {'yes' if s.correct else 'NO':<3} "
+        rows.append(f"    {s.name[:22]:<22} {s.ok_word:<{ok}} "
                     f"{_num(s.candidate_us, '.1f'):>10} {_num(s.incumbent_us, '.1f'):>10} "
                     f"{_num(s.speedup, '.3f'):>8} {_num(s.roofline_pct, '.0f') + '%' if s.roofline_pct else '-':>8}")
     return rows

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 
 from harness.hardware import (ARCH_RE, detect as _detect, match_hardware,  # ARCH_RE: sm_90a, sm_89, gfx942
                               validate_hardware)
+from harness.invocation import command
 from harness.paths import builtin_dir, user_packs_dir
 
 if sys.version_info >= (3, 11):
@@ -206,7 +207,7 @@ def load_pack(folder: Path | str, origin: str = "path") -> Pack:
     toml_path = folder / "pack.toml"
     if not toml_path.is_file():
         raise PackError(toml_path, "", "missing: a pack is a folder with a pack.toml "
-                        "(run `warpsmith packs new KIND ID` for a valid skeleton)")
+                        f"(run `{command('packs new KIND ID')}` for a valid skeleton)")
     raw_bytes = toml_path.read_bytes()
     try:
         text = raw_bytes.decode("utf-8")
@@ -557,11 +558,11 @@ def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = No
         notes.append(f"hardware {hw_id}: chosen for the detected GPU: {why} ({how})" if how != "given"
                      else f"hardware {hw_id}: {why}")
     elif arch:
-        notes.append(f"hardware: none chosen: {why}; pick one with --packs ID (`warpsmith packs list`), "
-                     "or write one with `warpsmith packs new hardware ID`")
+        notes.append(f"hardware: none chosen: {why}; pick one with --packs ID (`{command('packs list')}`), "
+                     f"or write one with `{command('packs new hardware ID')}`")
     else:
         notes.append(f"hardware: none chosen ({how if how != 'given' else 'no GPU given'}); add one with "
-                     "--packs ID (`warpsmith packs list` shows the hardware packs)")
+                     f"--packs ID (`{command('packs list')}` shows the hardware packs)")
     toml_path = getattr(task, "toml_path", "task.toml")
     for fld, kind in (("models", "model"), ("rules", "rules")):
         for pid in getattr(task, fld, []) or []:

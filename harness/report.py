@@ -20,6 +20,7 @@ from typing import Any
 from harness.dispatch import dispatch_table
 from harness.evaluate.records import ShapeResult, Verdict
 from harness.history import SessionHistory
+from harness.invocation import command
 from harness.tasks import TaskError, load_task
 from harness.workspace import unified_diff
 
@@ -345,9 +346,9 @@ def _routing_note(rep: Report) -> str:
     if not rep.dispatch:
         return "The task declares no [[buckets]]: one kernel runs everywhere."
     if not rep.buckets:
-        return ("No per-bucket keeps: `warpsmith sessions export` writes the best kernel, which runs "
+        return (f"No per-bucket keeps: `{command('sessions export')}` writes the best kernel, which runs "
                 "everywhere; there is no dispatcher.")
-    return ("The dispatcher `warpsmith sessions export` writes runs, in each bucket, the kernel named here; "
+    return (f"The dispatcher `{command('sessions export')}` writes runs, in each bucket, the kernel named here; "
             "shapes in no bucket run the task's default.")
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.events import PacksSelected
 from harness.history import SessionHistory
+from harness.invocation import command
 from harness.journal import Journal, write_results_tsv
 from harness.packs import Selection
 from harness.workspace import Workspace
@@ -127,12 +128,10 @@ def list_sessions(base: Path | None = None) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "session.json").is_file())
 
 
-START_HINT = "start one with `warpsmith run TASK` (`warpsmith tasks list` names the tasks)"
-
-
 def no_sessions_message(base: Path | None = None) -> str:
     """What an empty listing says: where it looked, and how to start."""
-    return f"no sessions under {sessions_root(base)}; {START_HINT}"
+    return (f"no sessions under {sessions_root(base)}; start one with `{command('run TASK')}` "
+            f"(`{command('tasks list')}` names the tasks)")
 
 
 def _created(root: Path) -> tuple[float, str]:
@@ -162,7 +161,7 @@ def find_session(sid: str, base: Path | None = None) -> Path:
                            f"{', '.join(p.name for p in matches)}); give more of it")
     if not matches:
         shown = [p.name for p in every[-5:]]
-        more = f" and {len(every) - 5} older: `warpsmith sessions list`" if len(every) > 5 else ""
+        more = f" and {len(every) - 5} older: `{command('sessions list')}`" if len(every) > 5 else ""
         raise SessionError(f"no session {sid!r} under {root} (newest: {', '.join(reversed(shown))}{more}; "
                            "or `latest`)")
     return matches[0]

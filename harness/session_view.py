@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from harness.evaluate.records import Verdict
 from harness.history import SessionHistory
+from harness.invocation import command
+from harness.rich_console import command_console, print_wide
 
 # Decision.by in the journal -> who, in words.
 WHO = {"human": "person", "auto": "auto", "policy": "harness"}
@@ -59,7 +60,7 @@ def _verdict(v: Verdict) -> str:
 
 def print_show(session, console=None) -> None:
     """The session's header and its candidates as an aligned table (rich; text is never read as markup)."""
-    console = console or Console(highlight=False)
+    console = console or command_console()
     out = lambda s: console.print(Text(s))
     m = session.meta
     out(f"session {session.id}: task {m.task}, agent {m.agent}")
@@ -69,10 +70,11 @@ def print_show(session, console=None) -> None:
         out("  ideas  " + "; ".join(m.ideas))
     rows = candidate_rows(session.journal.read())
     if not rows:
-        out(f"  no candidates yet; continue it with `warpsmith sessions resume {session.id}`")
+        out(f"  no candidates yet; continue it with `{command(f'sessions resume {session.id}')}`")
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
-    # Short cells never wrap; description and reason take what is left (80 columns in a pipe).
+    # Short cells never wrap; description and reason take what is left of a terminal's width (a pipe
+    # gets every row on one line: harness/rich_console.py).
     for name, kw in (("iter", {"justify": "right", "no_wrap": True}), ("commit", {"no_wrap": True}),
                      ("description", {"ratio": 3, "min_width": 12}), ("verdict", {"min_width": 8}),
                      ("geomean", {"justify": "right", "no_wrap": True}), ("decision", {"min_width": 8}),
@@ -83,8 +85,8 @@ def print_show(session, console=None) -> None:
         cells = [r["iteration"], r["commit"], r["description"], r["verdict"], r["geomean"],
                  "undecided (asked again on resume)" if undecided else r["decision"], r["by"], r["reason"]]
         table.add_row(*(Text(c, style="bold" if undecided else "") for c in cells))
-    console.print(table)
+    print_wide(console, table)
     left = [r["iteration"] for r in rows if r["decision"] == "undecided"]
     if left:
         out(f"  left undecided when it stopped: #{', #'.join(left)}; "
-            f"`warpsmith sessions resume {session.id}` asks again")
+            f"`{command(f'sessions resume {session.id}')}` asks again")

@@ -9,6 +9,7 @@ from collections import Counter
 from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import OUTCOMES
 from harness.history import SessionHistory
+from harness.invocation import command
 from harness.journal import results_rows
 from harness.roofline import MIN_ROOFLINE_US, NEAR_PCT, BucketRoof, bucket_roof
 from harness.tasks import TaskError, load_task
@@ -120,15 +121,17 @@ def summary_lines(session, ended=None) -> list[str]:
              + f" ({len(rows)} decided, as in results.tsv)"]
     lines += _best_lines(h)
     lines += _roofline_lines(session, h)
-    more = started + 10 if ended is not None and ended.reason == "iterations done" else None
+    # `resume --iterations N` runs N more; without it a resume continues up to the session's own limit.
+    more = 10 if ended is not None and ended.reason == "iterations done" else None
     lines += [f"  session folder: {session.root}",
-              f"  export the best:  warpsmith sessions export {session.id} -o best_kernel.py",
-              f"  report:           warpsmith report {session.id} -o report.html",
+              f"  export the best:  {command(f'sessions export {session.id} -o best_kernel.py')}",
+              f"  report:           {command(f'report {session.id} -o report.html')}",
               f"  resume:           {resume_command(session.id, True, more)}"]
     return lines
 
 
 def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:
-    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py)."""
-    return (f"warpsmith sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
-            + (" --headless" if headless else ""))
+    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py),
+    for `iterations` more when given."""
+    return command(f"sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
+                   + (" --headless" if headless else ""))

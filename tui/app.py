@@ -24,6 +24,7 @@ from textual.screen import Screen
 
 from harness import events as ev
 from harness.history import SessionHistory
+from harness.invocation import command
 from harness.loop import Decider, DecisionReply, DecisionRequest, Loop
 from harness.packs import PackError, discover
 from harness.session import Session, SessionError
@@ -242,7 +243,7 @@ class WarpsmithApp(App[int]):
             self.push_screen(ConfirmScreen(
                 "Quit during an evaluation?",
                 "The evaluation in progress is dropped; the candidate is committed and journalled, and "
-                "`warpsmith sessions resume " + self.session.id + "` evaluates it again.", "quit",
+                f"`{command('sessions resume ' + self.session.id)}` evaluates it again.", "quit",
                 purpose="quit"), answered)
             return
         self.shutdown()
@@ -302,5 +303,5 @@ def run_app(task: Task, cfg: RunConfig, session_id: str | None = None) -> int:
         # Let a loop that is between steps finish its journal line; an evaluation is not waited for.
         app.loop_thread.join(timeout=2.0)
     print(f"session {session.id}: {session.root}")
-    print(f"resume: warpsmith sessions resume {session.id}")
+    print(f"resume: {command(f'sessions resume {session.id}')}")
     return int(code or 0)

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from harness.loop import DecisionReply, DecisionRequest
+from harness.loop import AutoDecider, DecisionReply, DecisionRequest
 
 DEFAULT_KEY_GUARD_S = 0.3  # keys this soon after a prompt appears were meant for something else
 
@@ -44,8 +44,8 @@ class TuiDecider:
 
     # -- worker thread ------------------------------------------------------------------------
     def decide(self, request: DecisionRequest) -> DecisionReply:
-        if self.auto:
-            return DecisionReply(request.action, by="auto")
+        if self.auto:  # the policy `--auto` follows (a keep for some buckets only where it says so)
+            return AutoDecider().decide(request)
         with self._cond:
             if self._aborted:
                 raise DecisionAborted()
@@ -93,6 +93,18 @@ class TuiDecider:
         if not deliberate and self.too_soon():
             return KeyVerdict(False, message="key ignored: pressed too soon after the prompt appeared")
         return KeyVerdict(True)
+
+    def set_auto(self, on: bool) -> DecisionReply | None:
+        """Auto mode on or off. Turned on while a question is open, the policy answers that one too,
+        now: the status says AUTO, so nothing may wait for a key. Returns that answer, if any."""
+        with self._cond:
+            self.auto = on
+            req = self._pending
+            if not on or req is None or self._reply is not None or self._aborted:
+                return None
+            self._reply = AutoDecider().decide(req)
+            self._cond.notify_all()
+            return self._reply
 
     def reply(self, reply: DecisionReply) -> bool:
         """Answer the open question; False if there is none (already answered or aborted)."""

@@ -173,7 +173,9 @@ class TunerAgent:
         return value
 
     def _status(self, tries: list[Try], specs: dict, views: list[BucketView]) -> None:
-        bw = specs.get("measured_copy_tb_s") or specs.get("hbm_tb_s")  # TB/s, where a verdict lacks roofline_pct
+        # TB/s, where a verdict lacks roofline_pct: measured, else the datasheet's mem_tb_s (specs_of's names;
+        # an older pack's hbm_tb_s)
+        bw = specs.get("measured_copy_tb_s") or specs.get("mem_tb_s") or specs.get("hbm_tb_s")
         shaped = [t for t in tries if t.shapes]
         for b in views:
             b.absent = bool(shaped) and not any(self._in(b, t) for t in shaped)

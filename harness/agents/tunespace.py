@@ -29,6 +29,7 @@ from pathlib import Path
 from tree_sitter import Parser
 
 from harness.agents.tuner_knobs import PY, Knob, find_knobs, kind_of
+from harness.hardware import specs_of
 
 # Architectural limits of every NVIDIA GPU since Volta (CUDA C++ Programming Guide, "Compute
 # Capabilities" table): 1024 threads per block = 32 warps, 255 registers per thread.
@@ -246,7 +247,8 @@ def read_space(source: str, variant: str = "incumbent") -> Space:
 
 
 def hardware_limits(packs: list[dict]) -> tuple[dict[str, int], dict, str]:
-    """(limits for `require`, the hardware pack's [specs], which pack) from the prompt's packs."""
+    """(limits for `require`, the hardware pack's [specs] (harness.hardware.specs_of), which pack) from
+    the prompt's packs."""
     for p in packs or []:
         path = Path(p.get("path", ""))
         toml = path / "pack.toml" if path.is_dir() else path
@@ -255,7 +257,7 @@ def hardware_limits(packs: list[dict]) -> tuple[dict[str, int], dict, str]:
         except (OSError, tomllib.TOMLDecodeError):
             continue
         if raw.get("kind") == "hardware":
-            specs = raw.get("specs") or {}
+            specs = specs_of(raw)  # numbers only, an older hbm_tb_s read as mem_tb_s
             kib = specs.get("smem_per_block_kib", DEFAULT_SMEM_KIB)
             per_sm = {"regs_per_sm": int(specs.get("registers_per_sm_kib", 256) * 1024 // 4),
                       "smem_per_sm": int(specs.get("smem_per_sm_kib", PER_SM["smem_per_sm"] // 1024) * 1024),

@@ -14,6 +14,7 @@ from pathlib import Path
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.tasks import TaskError, load_task
+from harness.invocation import command
 
 
 def register(subparsers) -> None:
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.guard import RuleError, check_source, rejected, rules_for_task
 
     try:
-        task = load_task(args.task, check_null=False)
+        task = load_task(args.task, check_null=False, reference=False)  # static: task.toml is enough, no torch
     except TaskError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     except RuleError as e:
         print(f"error: {e}", file=sys.stderr)
         if str(getattr(e, "path", "")).endswith("pack.toml"):
-            print("  fix that rules pack (`warpsmith packs validate PATH` checks it)", file=sys.stderr)
+            print(f"  fix that rules pack (`{command('packs validate PATH')}` checks it)", file=sys.stderr)
         return 2
     # Loading and compiling the rules packs is a one-off cost per process; the check itself is
     # what a loop pays per candidate, so the two are reported apart.

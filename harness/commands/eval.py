@@ -14,10 +14,10 @@ from harness.commands.run import TIMEOUT_HELP, check_timeout
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.commands.check import CandidateUnreadable, read_candidate, violation_lines
-from harness.evaluate import EvalOptions, evaluate, prewarm
 from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import from_cli
 from harness.evaluate.verdict import BEST_US, CAND_US
+from harness.invocation import command
 from harness.tasks import TaskError, load_task
 
 
@@ -127,7 +127,7 @@ def print_table(verdict: dict | Verdict, out=None) -> None:
 
         rows = [("shape", "ok", CAND_US, BEST_US, "speedup", "±%", "roofline%", "graph µs")]
         for s in v.shapes:
-            rows.append((s.name, "yes" if s.correct else "NO", _fmt(s.candidate_us, ".1f"),
+            rows.append((s.name, s.ok_word, _fmt(s.candidate_us, ".1f"),
                          _fmt(s.incumbent_us, ".1f"), _fmt(s.speedup, ".3f"), _fmt(s.noise_pct, ".1f"),
                          _fmt(s.roofline_pct, ".0f"), _fmt(s.candidate_graph_us, ".1f")))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -193,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"warpsmith eval: {problem}", file=sys.stderr)
         return 2
+    # the evaluator, its stages and the sandbox (~60 ms): not at --help's start (commands/__init__.py)
+    from harness.evaluate import EvalOptions, evaluate, prewarm
 
     # The candidate's (and on a GPU the incumbent's) process starts now, while this one loads the
     # task, torch and the static stage: on the H200 each side's imports take seconds.
@@ -219,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 rules_for_task(task)
             except RuleError as e:
-                print(f"warpsmith eval: {e}\n  fix that rules pack (`warpsmith packs validate PATH` checks it), "
+                print(f"warpsmith eval: {e}\n  fix that rules pack (`{command('packs validate PATH')}` checks it), "
                       "or pass --no-static to evaluate without static checks, knowingly", file=sys.stderr)
                 return 2
     try:

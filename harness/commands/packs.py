@@ -29,7 +29,8 @@ from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackErr
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.hardware import ARCH_RE, summary
+from harness.hardware import ARCH_RE, SPECS, missing_specs, summary
+from harness.invocation import command
 from harness.tasks import TaskError, load_task
 
 MANIFEST = "MANIFEST.json"
@@ -141,12 +142,13 @@ def _get(args: argparse.Namespace, cat: Catalog) -> Pack | None:
     except BrokenPackError as e:
         _err(f"{e}")
         fb = getattr(e, "fallback", None)
-        _err(f"pack {ref!r} above is broken and takes precedence" +
-             (f" over the {fb.origin} one in {_short(fb.path)}" if fb is not None else "") +
-             "; fix the file, or remove it to use the other")
+        # Only a pack that exists is offered as the way out.
+        _err(f"pack {ref!r} above is broken and takes precedence over the {fb.origin} one in {_short(fb.path)}; "
+             "fix the file, or remove it to use that one" if fb is not None else
+             f"pack {ref!r} above is broken and no other copy of it exists; fix the file")
         return None
     except KeyError as e:
-        _err(e.args[0] + "; see `warpsmith packs list`, or give a pack folder")
+        _err(e.args[0] + f"; see `{command('packs list')}`, or give a pack folder")
         for err in cat.errors:
             if err.pack_id == ref:
                 _err(f"a pack with that id was refused: {err}")
@@ -166,11 +168,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             "user_dir": str(user_packs_dir()), "project_dir": str(project_packs_dir())}, indent=2))
         return 0
     # rich (~30 ms): not at --help's start, nor for --json
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    con = Console()
+    from harness.rich_console import command_console, print_wide
+
+    con = command_console()  # piped: one line per row, paths never folded (harness/rich_console.py)
     table = Table(title="context packs (later origins override earlier: builtin < entrypoint < user "
                   "< project < env < --path)", title_justify="left")
     any_shadow = bool(cat.shadowed)
@@ -197,9 +200,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                 style="red"), *[""] * (ncols - 5))
             continue
         table.add_row(*row)
-    con.print(table)
+    print_wide(con, table)
     if not cat.packs:
-        con.print("no packs found; create one with `warpsmith packs new KIND ID`")
+        con.print(f"no packs found; create one with `{command('packs new KIND ID')}`")
     for e in cat.errors:
         con.print(Text.assemble(("refused: ", "red"), str(e)), highlight=False)
     # Where a person's own packs go (`packs new` / `packs import` write to the first).
@@ -342,9 +345,24 @@ def scaffold(kind: str, pid: str, dest: Path, title: str | None = None, arch: st
     text = tomli_w.dumps(data)
     if kind == "rules":
         text += SCAFFOLD_RULE
+    if kind == "hardware":
+        text += scaffold_specs()
     (folder / "pack.toml").write_text(text)
     (folder / "overview.md").write_text(SCAFFOLD_MD[kind].format(title=title))
     return folder
+
+
+def scaffold_specs() -> str:
+    """A [specs] table naming every figure the harness reads, each commented out until it holds this
+    GPU's value: a placeholder number would be read as one (a 0 KiB block limit fails every tuner
+    config), and `packs validate` warns for each line still commented."""
+    lines = ["", "[specs]",
+             "# Every figure warpsmith reads (harness/hardware.py SPECS): uncomment each line with this GPU's",
+             "# value and name its source in `sources`. `packs validate` warns for each one still missing",
+             "# and says what reads it."]
+    for name, f in SPECS.items():
+        lines.append(f"# {name} = 0    # {f.means}")
+    return "\n".join(lines) + "\n"
 
 
 def _warnings(p: Pack) -> list[str]:
@@ -361,6 +379,9 @@ def _warnings(p: Pack) -> list[str]:
             out.append(f"{p.toml_path}: hardware.{todo[0]}: still a TODO placeholder")
         if not hw.get("features") and not hw.get("absent"):
             out.append(f"{p.toml_path}: hardware.features/absent: both empty; list what the GPU has and lacks")
+    if p.kind == "hardware":
+        for name in missing_specs(p.raw):
+            out.append(f"{p.toml_path}: specs.{name}: missing ({SPECS[name].means}); read by {SPECS[name].read_by}")
     if p.kind == "hardware" and not p.applies_to.get("arch"):
         out.append(f"{p.toml_path}: applies_to.arch: empty, so this pack is never selected by default; "
                    "set the compute capabilities it describes, e.g. [\"sm_90\", \"sm_90a\"]")
@@ -380,7 +401,9 @@ def cmd_new(args: argparse.Namespace) -> int:
         _err(f"internal: the scaffold is invalid: {e}")
         return 1
     print(f"created {folder}")
-    print(f"  edit: warpsmith packs edit {args.id}   (or any editor)   then: warpsmith packs validate {folder}")
+    # By folder, not id: a pack made with --dir outside the searched folders has no id `packs edit` finds.
+    where = shlex.quote(_short(folder))
+    print(f"  edit: {command(f'packs edit {where}')}   (or any editor)   then: {command(f'packs validate {where}')}")
     return 0
 
 
@@ -394,7 +417,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"error: {cat.broken[ref]}")
             return 1
         if ref not in cat.packs:
-            _err(f"{ref}: no such pack id, file or folder; see `warpsmith packs list`")
+            _err(f"{ref}: no such pack id, file or folder; see `{command('packs list')}`")
             return 2
         path = cat.packs[ref].path
     if not path.exists():
@@ -444,7 +467,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     if p is not None and p.origin in ("builtin", "entrypoint"):
         print(f"note: editing the {p.origin} copy in {folder}; a user copy would survive upgrades "
-              f"(export/import it, or `warpsmith packs new`)", file=sys.stderr)
+              f"(export/import it, or `{command('packs new')}`)", file=sys.stderr)
     while True:
         try:
             rc = subprocess.call(shlex.split(editor) + [str(f) for f in files])
@@ -520,8 +543,8 @@ def _read_archive(path: Path) -> dict[str, bytes]:
         tar = tarfile.open(path, mode="r:*")
     except tarfile.ReadError:
         # tarfile's own message lists every compression it tried, over several lines.
-        raise ImportRefused(f"{path}: not a tar or tar.gz archive; give a file made by `warpsmith packs "
-                            "export` or a pack folder") from None
+        raise ImportRefused(f"{path}: not a tar or tar.gz archive; give a file made by "
+                            f"`{command('packs export')}` or a pack folder") from None
     except (tarfile.TarError, OSError) as e:
         raise ImportRefused(f"{path}: not a readable tar archive ({e})") from None
     out: dict[str, bytes] = {}

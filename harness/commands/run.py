@@ -11,6 +11,7 @@ from harness.tasks import TaskError, load_task
 from harness import events as ev
 from harness.evaluate.sandbox import from_cli
 from harness.history import SessionHistory
+from harness.invocation import command
 from harness.packs import PackError, discover
 
 
@@ -82,7 +83,7 @@ def check_pack_ids(cfg) -> str | None:
             except PackError as e:  # the copy that would win is broken: its file and line
                 return f"{flag} {pid}: {e}"
             except KeyError as e:
-                return f"{flag}: {str(e).strip(chr(34) + chr(39))}; see `warpsmith packs list`"
+                return f"{flag}: {str(e).strip(chr(34) + chr(39))}; see `{command('packs list')}`"
     return None
 
 

@@ -9,12 +9,14 @@ that is why it binds the loopback unless told otherwise.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import socket
 import sys
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
+from harness.invocation import PROG_ENV, prog
 from harness.tasks import TaskError, load_task
 
 DEFAULT_PORT = 8000
@@ -100,5 +102,8 @@ def cmd_serve(args) -> int:
         print("warpsmith: serve needs textual-serve: .venv/bin/pip install textual-serve", file=sys.stderr)
         return 2
     print(tunnel_hint(args.host, args.port), flush=True)
+    # The TUI runs as `python -m harness` under textual-serve; the commands it prints (its exit line,
+    # the sessions screen) name warpsmith the way the user ran `serve`.
+    os.environ.setdefault(PROG_ENV, prog())
     Server(served_command(served), host=args.host, port=args.port, title="warpsmith").serve()
     return 0

@@ -15,6 +15,7 @@ from harness.session import Session, SessionError, list_sessions, no_sessions_me
 from harness.commands.run import check_agent_spec, check_pack_selection, open_tui, run_headless
 from harness.evaluate.sandbox import from_cli
 from harness.history import SessionHistory
+from harness.invocation import command
 from harness.packs import discover
 from harness.tasks import TaskError, load_task
 
@@ -33,7 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     resume.add_argument("id", help=ID_HELP)
     resume.add_argument("--headless", action="store_true")
     resume.add_argument("--auto", action="store_true", default=None)
-    resume.add_argument("--iterations", type=int, default=None, help="new total iteration limit")
+    # "--iterations 2" on a resume reads as "two more": that is what it means; --total is the other reading.
+    more = resume.add_mutually_exclusive_group()
+    more.add_argument("--iterations", type=int, default=None, metavar="N",
+                      help="run N more iterations (default: up to the session's own limit)")
+    more.add_argument("--total", type=int, default=None, metavar="N",
+                      help="raise the session's limit to N iterations in all, counting those it ran")
     resume.add_argument("--quiet", action="store_true", default=None, help="headless: don't print the reasoning stream")
     resume.add_argument("--packs", default=None, metavar="ID,...",
                         help="add these packs to the session's selection (journalled)")
@@ -93,9 +99,10 @@ def cmd_resume(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
-    if args.iterations is not None and args.iterations < 1:
-        print(f"warpsmith: --iterations {args.iterations}: must be at least 1 (the new total)", file=sys.stderr)
-        return 2
+    for flag, value in (("--iterations", args.iterations), ("--total", args.total)):
+        if value is not None and value < 1:
+            print(f"warpsmith: {flag} {value}: must be at least 1", file=sys.stderr)
+            return 2
     problem = from_cli(getattr(args, "no_sandbox", False))
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
@@ -112,15 +119,18 @@ def cmd_resume(args) -> int:
             try:
                 catalog.get(pid)
             except KeyError as e:
-                print(f"warpsmith: --packs: {str(e).strip(chr(34) + chr(39))}; see `warpsmith packs list`",
+                print(f"warpsmith: --packs: {str(e).strip(chr(34) + chr(39))}; see `{command('packs list')}`",
                       file=sys.stderr)
                 return 2
     known = RunConfig.__dataclass_fields__
     cfg = RunConfig(**{k: v for k, v in s.meta.options.items() if k in known})
     if args.auto is not None:
         cfg.auto = args.auto
+    history = SessionHistory.of(s)
     if args.iterations is not None:
-        cfg.iterations = args.iterations
+        cfg.iterations = history.started + args.iterations
+    elif args.total is not None:
+        cfg.iterations = args.total
     if args.quiet is not None:
         cfg.quiet = args.quiet
 
@@ -135,18 +145,29 @@ def cmd_resume(args) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
+    from harness.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
+
     done = iterations_already_run(s, cfg.iterations)
     if done is not None:
-        from harness.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
-
-        ran = f"its {done} iterations" if args.iterations is None else \
-            f"{done} iterations (--iterations is the new total, not a number more)"
-        print(f"session {s.id} already ran {ran}; to continue, give a larger total: "
-              f"{resume_command(s.id, args.headless, done + 10)}")
+        ran = f"its {done} iterations" if args.total is None else f"{done} iterations, as many as --total {args.total}"
+        print(f"session {s.id} already ran {ran}; to run 10 more: {resume_command(s.id, args.headless, 10)}")
         return 0
+    print(resume_plan(s.id, history, cfg.iterations, args.iterations), file=sys.stderr, flush=True)
     if not args.headless:
         return open_tui(task, cfg, s.id)
     return run_headless(s, task, cfg, resumed=True)
+
+
+def resume_plan(sid: str, history: SessionHistory, limit: int, more: int | None) -> str:
+    """What a resume is about to do, said before it does it: how many iterations, up to which one, and
+    which undecided candidate is asked about first (`--iterations N` is N more, never a new total)."""
+    started = history.started
+    left = max(0, limit - started)
+    how = f"{more} more iteration{'' if more == 1 else 's'}" if more is not None else \
+        f"up to its limit of {limit} iterations ({left} more)"
+    again = [f"#{st.iteration}" for st in history.undecided()]
+    ask = f"; first asks again about {', '.join(again)}" if again else ""
+    return f"resuming {sid}: {how}, to #{limit} ({started} started before){ask}"
 
 
 def change_packs(s: Session, add: str | None, remove: str | None) -> None:

@@ -5,6 +5,18 @@
 
 `verdict` is a JSON-serialisable dict (DESIGN.md, "Verdict"). See runner.py for the stages.
 """
-from harness.evaluate.runner import EvalOptions, evaluate
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["EvalOptions", "evaluate"]
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the runner (its stages, the sandbox, ~60 ms) is imported when first asked for, not by every
+    # `import harness.evaluate.records` (the journal, hence `warpsmith --help`, reads verdict records).
+    if name in __all__:
+        from harness.evaluate import runner  # (see the comment above: loaded on first use)
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

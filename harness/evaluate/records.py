@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 R = TypeVar("R", bound="_Record")
 _META = ("extra", "_keys")
+NOT_RUN = "not run"  # how a shape's error starts when the evaluation stopped before it (correctness.py)
 
 
 @dataclass
@@ -97,6 +98,17 @@ class ShapeResult(_Record):
     winner: str | None = None  # candidate | incumbent | tie: harness.evaluate.keep_policy, timed shapes only
     extra: dict = field(default_factory=dict, repr=False)
     _keys: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ran(self) -> bool:
+        """False for a shape the evaluation stopped before (correct is False, and the error says
+        "not run: why": harness/evaluate/correctness.py)."""
+        return not str(self.error or "").startswith(NOT_RUN)
+
+    @property
+    def ok_word(self) -> str:
+        """The ok column of a verdict's table: yes, NO, or not run (never NO for a shape never tried)."""
+        return "yes" if self.correct else "NO" if self.ran else NOT_RUN
 
 
 @dataclass

@@ -100,11 +100,13 @@ def test_a_bucket_within_five_percent_of_its_roofline_is_done(tmp_path):
     assert loop.run() == "iterations done" and loop.iteration == 3
 
 
-def test_without_a_measured_bandwidth_the_hardware_packs_is_the_roofline(tmp_path):
+@pytest.mark.parametrize("spec", ["measured_copy_tb_s", "mem_tb_s", "hbm_tb_s"])
+def test_without_a_measured_bandwidth_the_hardware_packs_is_the_roofline(tmp_path, spec):
     """A verdict whose GPU copy bandwidth went unmeasured has no roofline_pct; the timing stage still
-    writes each shape's bytes_moved, and the tuner divides by the pack's measured_copy_tb_s."""
+    writes each shape's bytes_moved, and the tuner divides by the pack's measured_copy_tb_s, else by its
+    datasheet mem_tb_s (hbm_tb_s in an older pack): every built-in pack but h200 has only that."""
     pack = tmp_path / "pack.toml"
-    pack.write_text('id = "box"\nkind = "hardware"\n[specs]\nmeasured_copy_tb_s = 4.0\n')
+    pack.write_text(f'id = "box"\nkind = "hardware"\n[specs]\n{spec} = 4.0\n')
     verdict = timed("_softmax_rows")
     for sh in verdict["shapes"]:
         # 95% of 4 TB/s at each shape's time (10 us or 20 us): every bucket is done.

@@ -165,13 +165,13 @@ def test_a_fault_inside_the_harness_is_still_a_json_verdict_rejected_with_the_tr
                                                                                         capsys):
     import json
 
-    import harness.commands.eval as cmd
+    import harness.evaluate.runner as runner
 
     def broken(*a, **kw):
         raise KeyError("n_out")  # what a reader did on a malformed reply before replies were checked
 
     monkeypatch.setenv("WARPSMITH_PREWARM", "0")
-    monkeypatch.setattr(cmd, "evaluate", broken)
+    monkeypatch.setattr(runner, "evaluate", broken)  # `eval` imports it from there when it runs
     cand = tmp_path / "cand.py"
     cand.write_text(BASELINE)
     rc = main(["eval", "softmax", str(cand), "--json", "--cpu"])
@@ -189,3 +189,20 @@ def test_a_correctly_signed_malformed_reply_is_a_json_verdict_not_a_traceback(mo
     rc = main(["eval", "softmax", str(cand), "--json", "--cpu", "--no-static", "--shapes", "odd rows"])
     v = json.loads(capsys.readouterr().out)
     assert rc == 1 and "malformed-reply" in {r["rule"] for r in v["reasons"]}
+
+
+def test_shapes_the_evaluation_stopped_before_say_not_run_not_NO():
+    """Correctness checks the smallest shape first and stops at the first wrong one: the others never
+    ran (the JSON says "not run: ..."), and every table says so instead of NO."""
+    from harness.headless import shape_table
+    from tui.widgets.bench import shape_rows
+
+    later = "not run: the candidate was already wrong on 'small' (shapes are checked smallest first)"
+    v = _verdict(stage="correctness", shapes=[_shape("small", "max abs error 3.1 > atol"),
+                                              _shape("big", later), _shape("long rows", later)])
+    rows = {line.split()[0]: line for line in _text(v).splitlines() if line.startswith("  ") and line.split()}
+    assert rows["small"].split()[1] == "NO"
+    assert "not run" in rows["big"] and "NO" not in rows["big"] and "not run" in rows["long"]
+    table = shape_table(v)
+    assert table[2].split()[1:3] == ["not", "run"] and table[1].split()[1] == "NO"
+    assert [r[1] for r in shape_rows(v)] == ["wrong", "not run", "not run"]

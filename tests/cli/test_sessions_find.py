@@ -138,3 +138,21 @@ def test_show_of_a_session_without_candidates_says_how_to_continue(task, tmp_pat
     s = start_session(task, RunConfig(), base=tmp_path)
     assert main(["sessions", "show", "latest"]) == 0
     assert f"no candidates yet; continue it with `warpsmith sessions resume {s.id}`" in capsys.readouterr().out
+
+
+def test_show_piped_at_80_columns_breaks_no_word(task, tmp_path, capsys, monkeypatch):
+    """Redirected to a file, Rich would fit the table to 80 columns: words folded mid-way
+    (`too many / rows per / program f`) and the last column cropped. Piped, each row is one line."""
+    monkeypatch.setenv("COLUMNS", "80")
+    s = start_session(task, RunConfig(), base=tmp_path)
+    c = s.workspace.commit_candidate("BLOCK = 1\n", 1, "try")
+    reason = "too many rows per program for the long shape; try splitting the row across programs"
+    record(s, ev.CandidateProposed(1, c, "tuner: variants/rows.py BLOCK=1024 num_warps=8 num_stages=2", "", ""),
+           ev.EvalResult(1, verdict(False, None, "correctness", "wrong-answer")),
+           ev.Decision(1, "revert", "human", False, reason, c, c))
+    assert main(["sessions", "show", s.id]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if line.lstrip().startswith("1 "))
+    assert "tuner: variants/rows.py BLOCK=1024 num_warps=8 num_stages=2" in row
+    assert "rejected (correctness: wrong-answer)" in row and row.rstrip().endswith(reason)
+    assert next(line for line in lines if line.lstrip().startswith("iter")).rstrip().endswith("veto reason")

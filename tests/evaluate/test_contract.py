@@ -36,9 +36,9 @@ def edit(d: Path, old: str, new: str) -> None:
 # -- declaring it -------------------------------------------------------------------------------
 
 def test_every_builtin_task_declares_a_contract_naming_every_argument():
-    tasks, errors = list_tasks()
+    listed, errors = list_tasks()  # task.toml only (tasks list must not import torch)
     assert not errors
-    for t in tasks:
+    for t in (load_task(t.root, check_null=False) for t in listed):
         assert t.contract.declared, f"{t.name}: no [contract] in task.toml"
         assert [i.name for i in t.contract.inputs] == list(
             __import__("inspect").signature(t.load_reference().reference).parameters), t.name

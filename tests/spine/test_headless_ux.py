@@ -231,10 +231,39 @@ def test_resuming_a_session_that_ran_all_its_iterations_says_how_to_continue(tmp
     monkeypatch.setattr(harness.wiring, "build_loop", lambda *a, **k: pytest.fail("nothing to run"))
     assert main(["sessions", "resume", s.id, "--headless"]) == 0
     out = capsys.readouterr().out.strip()
-    assert out == (f"session {s.id} already ran its 2 iterations; to continue, give a larger total: "
-                   f"warpsmith sessions resume {s.id} --iterations 12 --headless")
-    assert main(["sessions", "resume", s.id, "--headless", "--iterations", "2"]) == 0
-    assert "--iterations is the new total" in capsys.readouterr().out
+    assert out == (f"session {s.id} already ran its 2 iterations; to run 10 more: "
+                   f"warpsmith sessions resume {s.id} --iterations 10 --headless")
+    assert main(["sessions", "resume", s.id, "--headless", "--total", "2"]) == 0
+    assert "2 iterations, as many as --total 2" in capsys.readouterr().out
+
+
+def test_resume_iterations_means_that_many_more_and_says_so_before_it_runs(tmp_path, monkeypatch, capsys):
+    """`--iterations 2` on a session that ran 2 runs 2 more (to #4), said on this first call; `--total 3`
+    is the other reading, one more."""
+    import harness.wiring
+
+    monkeypatch.chdir(tmp_path)
+    s = finished_session(tmp_path)
+    limits = []
+
+    class Resumed:
+        def run(self):
+            return "iterations done"
+
+    def build(session, task, cfg, *a, **k):
+        limits.append(cfg.iterations)
+        return Resumed()
+
+    monkeypatch.setattr(harness.wiring, "build_loop", build)
+    assert main(["sessions", "resume", s.id, "--headless", "--auto", "--iterations", "2"]) == 0
+    err = capsys.readouterr().err
+    assert f"resuming {s.id}: 2 more iterations, to #4 (2 started before)" in err
+    assert main(["sessions", "resume", s.id, "--headless", "--auto", "--total", "3"]) == 0
+    assert "up to its limit of 3 iterations (1 more), to #3" in capsys.readouterr().err
+    assert limits == [4, 3]
+    with pytest.raises(SystemExit) as one_reading_at_a_time:
+        main(["sessions", "resume", s.id, "--iterations", "1", "--total", "3"])
+    assert one_reading_at_a_time.value.code == 2
 
 
 def test_a_session_killed_before_its_last_decision_is_resumed_not_refused(tmp_path, monkeypatch, capsys):

@@ -37,7 +37,7 @@ def test_headless_run_ends_with_one_summary_block(tmp_path, monkeypatch, capsys)
     assert block[3:] == [f"  session folder: {session}",
                          f"  export the best:  warpsmith sessions export {sid} -o best_kernel.py",
                          f"  report:           warpsmith report {sid} -o report.html",
-                         f"  resume:           warpsmith sessions resume {sid} --iterations 12 --headless"]
+                         f"  resume:           warpsmith sessions resume {sid} --iterations 10 --headless"]
     # h200 was selected: no line says there is no hardware pack; the selection's reasons are not chatted
     assert "no hardware pack selected" not in out.lower()
     assert "h200@" in out and "agent info" not in out

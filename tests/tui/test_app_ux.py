@@ -27,7 +27,11 @@ def titles(app) -> list[str]:
 
 
 def footer_line(app) -> str:
-    return screen_text(app).rstrip("\n").splitlines()[-1]
+    """The keys bar's lines (one, or two where one can't hold the keys), as one line."""
+    from tui.widgets.keys import KeysBar  # (one helper's need)
+
+    height = app.run_screen.query_one(KeysBar).outer_size.height
+    return "  ".join(screen_text(app).rstrip("\n").splitlines()[-height:])
 
 
 async def run_from_palette(pilot, app, query: str, title: str) -> None:
@@ -267,7 +271,7 @@ async def test_keys_that_cannot_apply_are_not_offered(tmp_path: Path):
     app = make_app(tmp_path, verdicts=[bad], iterations=1)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.run_screen
-        footer = lambda: screen_text(app).rstrip("\n").splitlines()[-1]  # noqa: E731
+        footer = lambda: footer_line(app)  # noqa: E731
         await wait_until(pilot, lambda: app.state.phase == "ended", what="session end")
         assert [(d["action"], d["by"]) for d in journal_kinds(app, "Decision")] == [("revert", "harness")]
         assert not any(screen.check_action(a, ()) for a in ("keep", "keep_buckets", "revert", "revert_reason"))

@@ -194,18 +194,21 @@ async def test_model_switch_is_journalled_and_bad_specs_are_refused(tmp_path: Pa
         await pilot.press("q")
 
 
-async def test_auto_mode_follows_recommendations(tmp_path: Path):
+async def test_auto_mode_follows_recommendations_the_open_question_included(tmp_path: Path):
+    """`a` with #1 waiting: the status says AUTO, so the policy answers #1 too (keep, as recommended),
+    no key is waited for, and the next ones follow."""
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_prompt(pilot, app, 1)
         await pilot.press("a")
         assert app.decider.auto and app.state.mode == "auto"
         assert "AUTO" in screen_text(app)
-        await pilot.press("k")  # the open question is still the person's
         await wait_until(pilot, lambda: len(decisions(app)) == 3, timeout=30)
         # (#3 cannot be kept: the harness reverts it, auto mode or not)
-        assert [(d["action"], d["by"]) for d in decisions(app)] == [("keep", "human"), ("revert", "auto"),
+        assert [(d["action"], d["by"]) for d in decisions(app)] == [("keep", "auto"), ("revert", "auto"),
                                                                      ("revert", "harness")]
+        modes = [r for r in app.session.journal.read() if r.get("kind") in ("DecisionMode", "Decision")]
+        assert [r["kind"] for r in modes[:2]] == ["DecisionMode", "Decision"]  # the mode, then what it decided
         assert journal_kinds(app, "DecisionMode")[-1]["mode"] == "auto"
         await pilot.press("q")
 

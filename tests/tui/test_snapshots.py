@@ -50,9 +50,10 @@ def test_decision_prompt(snap_compare, tmp_path):
 
 
 def test_decision_prompt_100(snap_compare, tmp_path):
-    """100 columns: tabs (three panes don't fit); the decision bar is compact."""
+    """100x30 (an SSH window beside an editor): tabs (three panes don't fit); the decision bar is
+    compact; every key that applies shows, on two lines."""
     app, run_before = _app(tmp_path, "decide")
-    assert snap_compare(app, run_before=run_before, terminal_size=(100, 40))
+    assert snap_compare(app, run_before=run_before, terminal_size=(100, 30))
 
 
 def test_decision_prompt_220(snap_compare, tmp_path):

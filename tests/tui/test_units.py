@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -69,6 +70,20 @@ def test_decider_abort_raises_in_the_loop_thread_and_auto_skips_the_question():
     assert errors == ["aborted"]
     auto = TuiDecider(lambda req: pytest.fail("auto mode must not ask"), auto=True)
     assert (auto.decide(request(action="revert")).action, auto.decide(request()).by) == ("revert", "auto")
+
+
+def test_turning_auto_on_answers_the_open_question_by_the_policy():
+    d = TuiDecider(lambda req: None)
+    got = []
+    t = threading.Thread(target=lambda: got.append(d.decide(request(action="revert"))))
+    t.start()
+    while d.pending is None:
+        time.sleep(0.01)
+    assert d.set_auto(False) is None  # off: nothing answered
+    answer = d.set_auto(True)
+    t.join(5)
+    assert (answer.action, answer.by) == ("revert", "auto") and got == [answer]
+    assert d.set_auto(True) is None  # no question open
 
 
 OLD = "a\nb\nc\nd\n"
@@ -210,9 +225,38 @@ def test_a_keep_without_timing_leaves_the_best_speedup_unknown_not_one():
     s = RunState()
     s.apply(ev.IterationStarted(1))
     s.apply(ev.EvalResult(1, {"accepted": True, "shapes": [], "geomean_speedup": None}))
-    assert "1.000x" in tally_text(s).plain  # nothing kept yet: the baseline
+    assert "best speedup" not in tally_text(s).plain  # nothing timed: no figure, not even the baseline's 1.000x
     s.apply(ev.Decision(1, "keep", "human", override=True))
     assert "unknown" in tally_text(s).plain and "1.000x" not in tally_text(s).plain
+
+
+def test_the_best_speedup_shows_once_something_was_timed():
+    from tui.widgets.bench import tally_text
+
+    s = RunState()
+    s.apply(ev.IterationStarted(1))
+    assert "best speedup" not in tally_text(s).plain  # no verdict yet
+    s.apply(ev.EvalResult(1, {"accepted": True, "timing_available": True, "geomean_speedup": 0.98,
+                              "shapes": [{"name": "a", "correct": True, "speedup": 0.98}]}))
+    assert "best speedup over baseline 1.000x" in tally_text(s).plain  # measured: the baseline is still best
+
+
+def test_the_tally_breaks_a_line_between_two_counts_never_inside_one():
+    import io
+
+    from rich.console import Console
+
+    from tui.widgets.bench import Flow, tally_items
+
+    s = RunState()
+    full = sum(t.cell_len for t in tally_items(s)) + 2 * (len(tally_items(s)) - 1)
+    for width in range(12, full + 2):
+        console = Console(width=width, file=io.StringIO(), record=True)
+        console.print(Flow(tally_items(s)))
+        lines = console.export_text().splitlines()
+        assert all(line.strip() and not line.strip().isdigit() for line in lines), (width, lines)
+        assert (len(lines) == 1) == (width >= full - (len(tally_items(s)) - 1))  # one column apart, at a pinch
+        assert " ".join(" ".join(lines).split()) == "kept 0 reverted 0 rejected 0 incorrect 0 crashed 0"
 
 
 def test_an_ended_session_redraws_the_bench():

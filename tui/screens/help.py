@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
+from harness.invocation import command
 
 KEYS = [
     ("k", "keep the candidate (asks to confirm when the harness recommends revert: journalled as an override; "
@@ -18,7 +19,7 @@ KEYS = [
     ("R", "revert with a typed reason that goes back to the agent"),
     ("i", "ideas: standing directions for the agent, in every following prompt until removed"),
     ("m", "switch agent or model (from the next proposal; journalled)"),
-    ("a", "toggle auto mode (follow the harness's recommendation, from the next decision)"),
+    ("a", "toggle auto mode: follow the harness's recommendation, the open decision included"),
     ("space", "pause / resume the loop (takes effect before the next proposal)"),
     ("p", "pack picker: [x] on, [ ] off, Space toggles, a applies (from the next prompt; journalled, so "
           "a resume keeps it). A rules pack you add is enforced; the task's own are enforced even when off"),
@@ -42,7 +43,7 @@ KEYS = [
 NOTES = """
 Decisions are never made by **Enter** or **Space**, and a key pressed within ~300 ms of a
 decision prompt appearing is ignored. Every decision is written to the session journal before
-the screen moves on; `warpsmith sessions resume ID` reopens a session with its history.
+the screen moves on; `{resume}` reopens a session with its history.
 
 The bell is on by default; `WARPSMITH_BELL=0` turns it off for a session.
 `TEXTUAL_COLOR_SYSTEM` (truecolor, 256, 16) forces a colour system, e.g. under tmux without `Tc`.
@@ -54,7 +55,7 @@ Shift (Option on macOS) while dragging to select.
 
 def help_markdown() -> str:
     rows = "\n".join(f"| `{k}` | {what} |" for k, what in KEYS)
-    return f"# Keys\n\n| key | does |\n|---|---|\n{rows}\n{NOTES}"
+    return f"# Keys\n\n| key | does |\n|---|---|\n{rows}\n" + NOTES.format(resume=command("sessions resume ID"))
 
 
 class HelpScreen(ModalScreen[None]):

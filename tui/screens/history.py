@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from tui.host import RunHost
 
 HISTORY_COLUMNS = ("#", "description", "verdict", "geomean", "× per shape", "decision", "by", "reason")
+# When the rows are wider than the table, these give up width (each down to its minimum, the one with
+# the most to spare first), so the reason gets the columns that are there: shown whole when they allow.
+SHRINKABLE = {"description": 16, "verdict": 16, "× per shape": 9, "reason": 16}
+CELL_PADDING = 2  # DataTable's: one column each side of a cell
 
 
 def _clip(s: str, n: int) -> str:
@@ -71,9 +75,24 @@ def history_row(step: Step, current: int | None = None) -> tuple[str, ...]:
         decision = "deciding" if step.iteration == current else "undecided"
     if step.buckets and step.action:
         decision += " +buckets"
-    return (str(step.iteration), _clip(step.description, 40), verdict_word(step.verdict),
+    return (str(step.iteration), " ".join(step.description.split()), verdict_word(step.verdict),
             f"{g:.3f}x" if isinstance(g, (int, float)) else "-", per_shape(step.verdict), decision,
-            step.by or step.bucket_by or "-", _clip(step.reason, 48) or "-")
+            step.by or step.bucket_by or "-", " ".join(step.reason.split()) or "-")
+
+
+def column_widths(rows: list[tuple[str, ...]], available: int) -> list[int]:
+    """Each column's width: what its longest cell needs, less (SHRINKABLE) where the table has fewer
+    columns than that."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(HISTORY_COLUMNS)]
+    floor = {HISTORY_COLUMNS.index(c): m for c, m in SHRINKABLE.items()}
+    excess = sum(widths) + CELL_PADDING * len(widths) - available
+    while excess > 0:
+        i = max(floor, key=lambda j: widths[j] - floor[j])
+        if widths[i] <= floor[i]:
+            break  # at every minimum: the table scrolls sideways
+        widths[i] -= 1
+        excess -= 1
+    return widths
 
 
 def step_state(step: Step, steps: list[Step]) -> RunState:
@@ -134,9 +153,7 @@ class HistoryScreen(Screen["Step | None"]):
     def compose(self) -> ComposeResult:
         with Vertical(id="history-box"):
             yield Static(Text(f"History of {self.session.id}", style="bold"), id="history-title")
-            table: DataTable = DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-            table.add_columns(*HISTORY_COLUMNS)
-            yield table
+            yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
             yield Static(Text("reading the journal…", style="dim"), id="history-note")
         yield Footer()
 
@@ -151,8 +168,7 @@ class HistoryScreen(Screen["Step | None"]):
     def _fill(self, steps: list[Step]) -> None:
         self.steps = steps
         table = self.query_one("#history-table", DataTable)
-        for s in steps:
-            table.add_row(*history_row(s, self.current), key=str(s.iteration))
+        self._lay_out()
         kept = sum(s.action == "keep" for s in steps)
         self.query_one("#history-note", Static).update(Text(
             f"{len(steps)} candidate{'' if len(steps) == 1 else 's'}, {kept} kept · × per shape: each "
@@ -164,6 +180,24 @@ class HistoryScreen(Screen["Step | None"]):
             table.move_cursor(row=len(steps) - 1)
         table.focus()
         self.loaded = True
+
+    def _lay_out(self) -> None:
+        """The rows, each column as wide as the table allows (column_widths), cut with … beyond it."""
+        table = self.query_one("#history-table", DataTable)
+        rows = [history_row(s, self.current) for s in self.steps]
+        widths = column_widths(rows, table.scrollable_content_region.width)
+        row = table.cursor_row
+        table.clear(columns=True)
+        for label, w in zip(HISTORY_COLUMNS, widths):
+            table.add_column(label, width=w)
+        for s, cells in zip(self.steps, rows):
+            table.add_row(*(Text(_clip(c, w)) for c, w in zip(cells, widths)), key=str(s.iteration))
+        if rows:
+            table.move_cursor(row=min(row, len(rows) - 1))
+
+    def on_resize(self) -> None:
+        if self.loaded:
+            self._lay_out()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -18,10 +18,11 @@ from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from harness import events as ev
 from harness.dispatch import bucket_results
+from harness.invocation import command
 from harness.loop import DecisionReply
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decide import RevertReasonScreen
@@ -35,6 +36,7 @@ from tui.toasts import keep_toasts_clear
 from tui.widgets.bench import BenchPane
 from tui.widgets.decision import DecisionBar
 from tui.widgets.diff import DiffPane
+from tui.widgets.keys import KeysBar
 from tui.widgets.reasoning import ReasoningPane
 from tui.widgets.status import StatusBar
 
@@ -78,9 +80,9 @@ class RunScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     AUTO_FOCUS = "#reasoning"
     # A maximised pane keeps the decision prompt, the status and the keys in view.
-    ALLOW_IN_MAXIMIZED_VIEW = "DecisionBar, StatusBar, Footer"
-    # Help and quit first: the footer cuts off what does not fit (80 columns while deciding), and
-    # these two must always show; every binding is in the palette and the help screen anyway.
+    ALLOW_IN_MAXIMIZED_VIEW = "DecisionBar, StatusBar, KeysBar"
+    # Help and quit first: the keys bar takes a second line when one can't hold them (tui/widgets/keys.py)
+    # and leaves out the last ones when two can't; every binding is in the palette and the help screen.
     BINDINGS = [
         Binding("question_mark", "help", "help"),
         Binding("q", "quit_app", "quit"),
@@ -135,7 +137,7 @@ class RunScreen(Screen[None]):
                 yield BenchPane(id="bench")
         yield DecisionBar(id="decision")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeysBar(id="keys")
 
     async def on_mount(self) -> None:
         keep_toasts_clear(self)  # notifications sit above the decision bar and status line (tui/toasts.py)
@@ -310,14 +312,17 @@ class RunScreen(Screen[None]):
 
     def action_auto(self) -> None:
         app = self.wapp
-        app.decider.auto = not app.decider.auto
+        pending = app.decider.pending
+        # Journalled before the open candidate's Decision: the mode changed, then the policy decided it.
+        app.session.record(ev.DecisionMode("manual" if app.decider.auto else "auto").to_json())
+        answered = app.decider.set_auto(not app.decider.auto)
         app.state.mode = "auto" if app.decider.auto else "manual"
-        app.session.record(ev.DecisionMode(app.state.mode).to_json())
         msg = f"decisions: {app.state.mode}"
-        if app.decider.auto and app.decider.pending is not None and not app.decision_sent:
-            msg += " from the next candidate; decide this one with k or r"
+        if answered is not None and pending is not None:
+            app.decision_sent = answered.action
+            msg += f"; #{pending.iteration} decided by the policy: {answered.action}"
         app.notify(msg)
-        app.call_later(self.redraw, {"status"})
+        app.call_later(self.redraw, {"status", "decision"})
 
     def action_pause(self) -> None:
         app = self.wapp
@@ -366,7 +371,7 @@ class RunScreen(Screen[None]):
         app = self.wapp
         if not app.task_.e2e:
             self.notify(f"{app.task_.name} has no end-to-end workload (no e2e = in its task.toml): nothing to "
-                        "profile beyond the kernel itself (warpsmith profile TASK)", severity="warning")
+                        f"profile beyond the kernel itself ({command('profile TASK')})", severity="warning")
             return
         src, label = app.profile_target()
         pack = next((p for p in app.state.packs if app.is_hardware_pack(p)), "")

@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from harness.journal import results_rows
+from harness.invocation import command
 from harness.session import Session, SessionError, list_sessions, no_sessions_message, sessions_root
 
 
@@ -53,7 +54,7 @@ class SessionsScreen(ModalScreen[None]):
             table: DataTable = DataTable(id="sessions", cursor_type="row")
             table.add_columns("", "id", "task", "agent", "decided", "kept")
             yield table
-            yield Static("resume one: warpsmith sessions resume ID     c  copy that command     Esc  close",
+            yield Static(f"resume one: {command('sessions resume ID')}     c  copy that command     Esc  close",
                          id="sessions-keys")
 
     def on_mount(self) -> None:
@@ -78,8 +79,8 @@ class SessionsScreen(ModalScreen[None]):
         if not table.row_count:
             return
         sid = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        self.app.copy_to_clipboard(f"warpsmith sessions resume {sid}")
-        self.notify(f"copied: warpsmith sessions resume {sid}")
+        self.app.copy_to_clipboard(command(f"sessions resume {sid}"))
+        self.notify(f"copied: {command(f'sessions resume {sid}')}")
 
     def action_close(self) -> None:
         self.dismiss(None)

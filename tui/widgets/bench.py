@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -17,7 +18,7 @@ from harness.roofline import Roof, hbm_roof
 from tui.state import TALLY_KEYS, RunState
 
 # Speedup, its noise band and the roofline first: in a narrow pane the times are what is cut off.
-# A shape that failed its check says "wrong" where its speedup would be.
+# A shape that failed its check says "wrong" where its speedup would be; one never tried, "not run".
 COLUMNS = ("shape", "×", "±", "roof", "best", "cand")  # times in µs (the pane title says so)
 NOISE_MARK = "~"  # a speedup inside its noise band: no win and no loss
 
@@ -54,7 +55,7 @@ def shape_rows(verdict: Verdict | dict | None, roof: Roof | None = None) -> list
         sp = s.speedup
         speed = (NOISE_MARK if within_noise(s) else "") + _num(sp, ".3f") + ("x" if _is_num(sp) else "")
         if ok is False:
-            speed = "wrong"
+            speed = "wrong" if s.ran else "not run"
         band = s.noise_pct
         pct = roof_pct(s, roof)
         rows.append((str(s.name or "?"), speed,
@@ -204,16 +205,54 @@ def verdict_text(state: RunState) -> Text:
     return Text("\n").join([verdict_head(state), *verdict_lines(state)])
 
 
-def tally_text(state: RunState) -> Text:
-    t = Text()
-    for i, k in enumerate(TALLY_KEYS):
-        t.append(("  " if i else "") + f"{k} ", style="dim")
-        t.append(str(state.tally.get(k, 0)), style="bold")
+class Flow:
+    """Short texts left to right, a line broken only between two of them: the tally's `crashed 0`
+    never leaves its 0 alone on the next line (Rich wraps at any space). All on one line when they fit
+    there `gap` apart, or one column apart (the bench pane at 160 columns); else lines `gap` apart."""
+
+    def __init__(self, items: list[Text], gap: int = 2) -> None:
+        self.items, self.gap = items, gap
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        total = sum(i.cell_len for i in self.items)
+        for gap in (self.gap, 1):
+            if total + gap * max(0, len(self.items) - 1) <= options.max_width:
+                yield Text(" " * gap).join(self.items)
+                return
+        line = Text()
+        for item in self.items:
+            if line.cell_len and line.cell_len + self.gap + item.cell_len > options.max_width:
+                yield line
+                line = Text()
+            if line.cell_len:
+                line.append(" " * self.gap)
+            line.append_text(item)
+        yield line
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max((i.cell_len for i in self.items), default=0)
+        return Measurement(widest, sum(i.cell_len for i in self.items) + self.gap * max(0, len(self.items) - 1))
+
+
+def tally_items(state: RunState) -> list[Text]:
+    return [Text.assemble((f"{k} ", "dim"), (str(state.tally.get(k, 0)), "bold")) for k in TALLY_KEYS]
+
+
+def best_text(state: RunState) -> Text:
+    """The best speedup over the baseline, only where something was timed: without a GPU every
+    figure would be 1.000x beside "timing unavailable", a number nothing measured."""
     if state.untimed_keep:
-        t.append("\nbest speedup over baseline unknown (a keep without timing)", style="bold")
-    else:
-        t.append(f"\nbest speedup over baseline {state.best_speedup:.3f}x", style="bold")
-    return t
+        return Text("best speedup over baseline unknown (a keep without timing)", style="bold")
+    if not state.timed:
+        return Text("")
+    return Text(f"best speedup over baseline {state.best_speedup:.3f}x", style="bold")
+
+
+def tally_text(state: RunState) -> Text:
+    """The tally and the best speedup as one text (tests, plain output)."""
+    t = Text("  ").join(tally_items(state))
+    best = best_text(state)
+    return Text("\n").join([t, best]) if best else t
 
 
 def models_text(state: RunState) -> Text:
@@ -307,7 +346,8 @@ class BenchPane(VerticalScroll):
             Text("best speedup per decision: timing unavailable on this machine (interpreter)", style="yellow")
             if untimed else Text("best speedup per decision", style="dim") if state.best_history
             else Text("best speedup: no decisions yet", style="dim"))
-        self.query_one("#tally", Static).update(tally_text(state))
+        best = best_text(state)
+        self.query_one("#tally", Static).update(Group(Flow(tally_items(state)), *([best] if best else [])))
         profile = self.query_one("#profile", Static)
         profile.display = state.profile is not None
         profile.update(profile_text(state))
