@@ -50,6 +50,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from harness.invocation import command as warpsmith_command
 from harness.tasks import DSLS, DTYPES, TaskError, check_baseline_defines_entry, load_module, load_task
 from harness.tomlkeys import closest
 
@@ -489,10 +490,10 @@ def render_reference(copied: str, func: str, origin: str, args: list[Arg], outpu
     call = ", ".join(a.name if a.tensor else _constant_source(a.value, a.name) for a in args)
     inputs = "\n".join(f"    {a.name!r}: ({a.axes!r}, {a.dtype!r}, {draws[a.name]!r})," for a in tensors)
     outs = "\n".join(f"    ({axes!r}, {dt!r})," for axes, dt in outputs)
-    return f'''"""Reference of this task: {func} from {origin}, copied by `warpsmith tasks new` (the task's source of truth).
+    return f'''"""Reference of this task: {func} from {origin}, copied by `tasks new` (the task's source of truth).
 
 The copy below is {func} as it was, with what it uses from its file: the task stands alone, and
-task.toml [source] keeps where it came from (`warpsmith tasks validate` says when the original changed).
+task.toml [source] keeps where it came from (`tasks validate` says when the original changed).
 Below it: the inputs make_inputs draws (one entry per argument: each axis a dim of task.toml's shapes or
 a fixed size; "task" is the task's dtype), the outputs' shapes for the roofline, and reference().
 """
@@ -594,7 +595,7 @@ def render_toml(name: str, summary: str, dsl: str, entry: str, dtypes: list[str]
                 interp: list, tolerance: dict, heldout: dict, args: list[Arg], command: str,
                 variants: list[str] = ()) -> str:
     lines = [f"# Made by `{command}`.",
-             "# Edit freely; `warpsmith tasks validate " + name + "` checks every key and runs the reference.",
+             "# Edit freely; `" + warpsmith_command("tasks validate " + name) + "` checks every key and runs the reference.",
              f"name = {_toml_str(name)}", f"summary = {_toml_str(summary)}", f"dsl = {_toml_str(dsl)}",
              f"entry = {_toml_str(entry)}               # the function every candidate defines",
              "dtypes = [" + ", ".join(_toml_str(d) for d in dtypes) + "]",
@@ -959,7 +960,7 @@ class _Maker:
             (work / "task.toml").write_text(render_toml(
                 name, doc[0] if doc else f"{fname} from {self.path.name}", self.req.dsl, fname, self.task_dtypes, src,
                 self.gpu_shapes, self.interp, tolerance, self.ranges, self.args,
-                self.req.command or f"warpsmith tasks new {name} --from {self.req.source}", variants))
+                self.req.command or warpsmith_command(f"tasks new {name} --from {self.req.source}"), variants))
             try:
                 load_task(work)  # every check a task gets, before the folder is where commands look
             except TaskError as e:

@@ -47,18 +47,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _follow_up(rest: str) -> str:
-    """A command to run next, as the person types it."""
-    return f"warpsmith {rest}"
+    """A command to run next, as the person runs warpsmith (harness/invocation.py)."""
+    from harness.invocation import command  # (light; only when a task is made)
+
+    return command(rest)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
     from harness.newtask import NewTaskError, Request, create  # torch (seconds): only when a task is made
 
-    command = "warpsmith tasks new " + " ".join(shlex.quote(a) for a in sys.argv[3:]) if sys.argv[1:3] == [
-        "tasks", "new"] else f"warpsmith tasks new {args.name} --from {args.source}"
+    # What the task was made by, recorded in its task.toml (the words typed after the program's name).
+    made_by = _follow_up("tasks new " + " ".join(shlex.quote(a) for a in sys.argv[3:]) if sys.argv[1:3] == [
+        "tasks", "new"] else f"tasks new {args.name} --from {args.source}")
     try:
         m = create(Request(args.name, args.source, args.dir, args.shapes, args.example, args.dtypes, args.dsl,
-                           args.incumbent, args.interpreter_shapes, tuple(args.variant), args.force, command))
+                           args.incumbent, args.interpreter_shapes, tuple(args.variant), args.force, made_by))
     except NewTaskError as e:
         print(f"warpsmith: {e}", file=sys.stderr)
         return 2
