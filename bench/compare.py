@@ -22,15 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
+from harness.measure import copy_bandwidth_Bps  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
 
 
 def copy_bandwidth_gbs() -> float:
-    n = 1 << 30  # 1 GiB each way: far beyond L2
-    a = torch.empty(n, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=50, rep=300, return_mode="median")
-    return 2 * n / (ms * 1e-3) / 1e9
+    """The copy bandwidth every figure's roofline is taken from (harness.measure), in GB/s."""
+    return copy_bandwidth_Bps() / 1e9
 
 
 def main() -> int:

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from harness import dispatch as d  # noqa: E402
+from harness.measure import capture_graph  # noqa: E402
 from harness.tasks import Bucket, Shape, Task, compare, load_module, load_task  # noqa: E402
 
 
@@ -92,14 +93,7 @@ def _graph_replay_matches(fn, inputs) -> bool:
         return bool(torch.equal(fn(*inputs), fn(*inputs)))
     out = fn(*inputs)
     torch.cuda.synchronize()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn(*inputs)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        captured = fn(*inputs)
+    g, captured = capture_graph(lambda: fn(*inputs), warmup=1)
     g.replay()
     torch.cuda.synchronize()
     return bool(torch.equal(captured, out))

@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.measure import copy_bandwidth_Bps  # noqa: E402
 from harness.tasks import compare, load_module, load_task  # noqa: E402
 
 TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress", "dsv4_csa_decode_fp8"]
@@ -35,13 +36,8 @@ QUICK = {"flash 8k x128", "flash 1M x4", "pro 1M x4", "csa kv d512 x4", "hca d51
 
 
 def copy_bandwidth() -> float:
-    import triton.testing
-
-    x = torch.empty(1 << 30, dtype=torch.bfloat16, device="cuda")  # 2 GiB
-    y = torch.empty_like(x)
-    ms = triton.testing.do_bench(lambda: y.copy_(x), warmup=20, rep=100, return_mode="median")
-    del x, y
-    return 2 * (1 << 31) / (ms * 1e-3)
+    """Bytes a second, read + written (harness.measure: the one figure every roofline here uses)."""
+    return copy_bandwidth_Bps()
 
 
 def bench(fn, rep_ms: int) -> float:

@@ -43,6 +43,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dsv4 import bench, copy_bandwidth  # noqa: E402
+from harness.measure import graph_us, l2_flush as _flush  # noqa: E402,F401 (_flush: bench/dsv4_knockout.py)
 from harness.tasks import compare, load_module, load_task  # noqa: E402
 
 DECODE = ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"]
@@ -65,15 +66,7 @@ _t0 = time.time()
 def left_s() -> float:
     return BUDGET_S - (time.time() - _t0)
 
-_flush_buf = None
 DEVICE = "cuda"  # "cpu" only in --smoke (the tests: the code path in the interpreter, wall-clock times)
-
-
-def _flush():
-    global _flush_buf
-    if _flush_buf is None:
-        _flush_buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")  # > the 60 MB L2
-    _flush_buf.zero_()
 
 
 def compiled_stats(compiled) -> dict:
@@ -90,41 +83,6 @@ def compiled_stats(compiled) -> dict:
         return dict(regs=compiled.n_regs, spills=compiled.n_spills, smem=shared, wgmma=ptx.count("wgmma.mma_async"))
     except Exception as e:  # a diagnostic only
         return dict(error=type(e).__name__)
-
-
-def graph_us(fn, calls=20, flush=False, replays=5) -> float:
-    """Per-call GPU time of `calls` calls captured in one CUDA graph (median of `replays` replays).
-    With flush, each call is preceded by an L2 flush whose own graph time is subtracted."""
-    def body():
-        for _ in range(calls):
-            if flush:
-                _flush()
-            if fn is not None:
-                fn()
-    if fn is not None:
-        fn()  # compile, choose the configuration and allocate workspaces outside the capture
-    _flush()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        body()  # warm-up on the capture stream, as torch.cuda.graph's docs ask
-    torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(g):
-        body()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    del g
-    return statistics.median(times)
 
 
 def cold_us(fn, flush_only_us) -> float:

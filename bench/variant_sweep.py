@@ -542,8 +542,8 @@ def main() -> int:
     bw = None
     pool = None
     if not args.interpreter:
-        from bench.compare import copy_bandwidth_gbs
-        bw = copy_bandwidth_gbs()
+        from harness.measure import copy_bandwidth_Bps  # (torch is loaded by now; the CPU path never needs it)
+        bw = copy_bandwidth_Bps() / 1e9
     workers = args.workers if args.workers is not None else \
         (0 if args.interpreter else max(1, min(12, (os.cpu_count() or 2) - 2)))
     if workers > 0:  # on the interpreter too when asked: the plumbing is the same, nothing compiles

@@ -107,21 +107,12 @@ class CudaGraphTimer:
         self.graphs: dict[Any, Any] = {}
 
     def _graph(self, step: Callable[[], Any]):
-        import torch  # ~1 s: only when a workload runs (this module loads with `warpsmith e2e`, sessions export)
+        from harness.measure import capture_graph  # (light; torch inside it, only when a workload runs)
 
         key = step  # bound methods compare by (instance identity, function): one graph per workload
         if key not in self.graphs:
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(self.warmup):
-                    step()
-            torch.cuda.current_stream().wait_stream(s)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            try:
-                with torch.cuda.graph(g):
-                    step()
+            try:  # (its warm-up steps on a side stream, then the capture: a failure in either is this error)
+                g, _ = capture_graph(step, warmup=self.warmup)
             except Exception as e:
                 raise GraphCaptureError(f"CUDA-graph capture failed: {type(e).__name__}: {str(e)[:200]}") from None
             self.graphs[key] = g

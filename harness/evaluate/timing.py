@@ -29,21 +29,9 @@ PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "B200": 2250.0}
 def device_info(torch: Any) -> dict:
     props = torch.cuda.get_device_properties(0)
     l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
-    # Copy bandwidth: device-to-device copy of 1 GiB, median of 10, bytes read + written.
-    n = 1 << 30
-    a = torch.empty(n, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    a.fill_(1)
-    times = []
-    for _ in range(12):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        b.copy_(a)
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
-    del a, b
-    bw = 2 * n / statistics.median(times[2:])
+    from harness.measure import copy_bandwidth_Bps  # (light; bound here like the module's other imports)
+
+    bw = copy_bandwidth_Bps()  # device-to-device copy of 1 GiB, median of 10, bytes read + written
     peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in props.name), None)
     return {"name": props.name, "l2_bytes": l2, "sms": props.multi_processor_count,
             "copy_bw_Bps": bw, "peak_tflops": peak, "torch": torch.__version__,
