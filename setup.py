@@ -18,7 +18,7 @@ DATA = {"harness._builtin.kernels": "kernels", "harness._builtin.packs": "packs"
 
 setup(
     cmdclass={"build_py": BuildPy},
-    packages=find_packages(include=["harness*", "tui*"]) + list(DATA),
+    packages=find_packages(include=["harness*", "tui*", "warpsmith*"]) + list(DATA),
     package_dir=DATA,
     package_data={"tui": ["*.tcss", "**/*.tcss"], "harness": ["agents/prices.toml"],
                   **{pkg: ["**/*"] for pkg in DATA}},

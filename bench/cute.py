@@ -41,7 +41,7 @@ LARGE_BYTES = 64 * 2**20  # a shape moving more than this is "large" for the 80%
 
 def evaluate(path: Path, flags: list[str], samples: int, timeout: float) -> tuple[dict | None, str, float]:
     t0 = time.monotonic()
-    cmd = [sys.executable, "-m", "harness", "eval", "rmsnorm_cute", str(path), "--json", "--samples", str(samples),
+    cmd = [sys.executable, "-m", "warpsmith", "eval", "rmsnorm_cute", str(path), "--json", "--samples", str(samples),
            *flags]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,

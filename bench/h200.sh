@@ -99,7 +99,7 @@ sections=${*:-eval tuner compare dispatch e2e}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/gpu.txt"
 WS=$(mktemp -d)
-H="python3 -m harness"
+H="python3 -m warpsmith"
 
 # CuTe DSL from the carried wheels: .whl-cute (the small wheels and libs-cu13's first 40 MB) came on
 # an earlier call, .whl-cute2 (the rest, and its sha256) on this one. Joined, checked, installed with
@@ -160,13 +160,13 @@ for s in $sections; do
   case $s in
     eval) L=$(limit 150) || { echo "== skip $s"; continue; }
       # Under cProfile: where the parent's time goes (the child's own time is in child_s).
-      timeout "$L" python3 -m cProfile -o "$OUT/eval.prof" -m harness eval softmax "$REPO/kernels/softmax/kernel.py" \
+      timeout "$L" python3 -m cProfile -o "$OUT/eval.prof" -m warpsmith eval softmax "$REPO/kernels/softmax/kernel.py" \
           --json > "$OUT/eval.json" 2> "$OUT/eval.err"
       echo "eval rc=$?"; tail -3 "$OUT/eval.err"
       python3 -c "import pstats; pstats.Stats('$OUT/eval.prof').sort_stats('tottime').print_stats(18)" 2>&1 | tail -30
       python3 - "$OUT/eval.json" <<'EOF'
 import json, sys
-from harness.commands.eval import print_table
+from warpsmith.commands.eval import print_table
 v = json.load(open(sys.argv[1]))
 print_table(v)
 print("phases_s", json.dumps(v.get("phases_s")), "child_startup_s", json.dumps(v.get("child_startup_s")),
@@ -293,7 +293,7 @@ print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or
       if [ "${THROUGHPUT_EVAL:-1}" != 0 ]; then
       # THROUGHPUT_PROF=1: the single eval under cProfile (the parent's hot spots; its wall time then carries cProfile's cost)
       prof=""; [ "${THROUGHPUT_PROF:-0}" = 1 ] && prof="-m cProfile -o $OUT/tp_eval.prof"
-      (cd "$WS" && timeout 90 python3 $prof -m harness eval "$TP_TASK" "$REPO/kernels/$TP_TASK/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
+      (cd "$WS" && timeout 90 python3 $prof -m warpsmith eval "$TP_TASK" "$REPO/kernels/$TP_TASK/kernel.py" --json) > "$OUT/tp_eval.json" 2> "$OUT/tp_eval.err"
       echo "eval rc=$? in $(( ($(date +%s%N) - t0) / 1000000 )) ms (the whole command${prof:+, under cProfile})"; tail -3 "$OUT/tp_eval.err"
       [ -n "$prof" ] && python3 -c "import pstats; pstats.Stats('$OUT/tp_eval.prof').sort_stats('tottime').print_stats(14)" 2>&1 | grep -E '^ +[0-9]' | head -14
       python3 -c "import json; v = json.load(open('$OUT/tp_eval.json')); print('eval wall_s', v['wall_s'], 'phases_s', v.get('phases_s'), 'child_busy_s', v.get('child_busy_s'), 'child_start', v.get('child_start')); print('timing parts_s', v.get('timing_parts_s')); print('calls/batch, us a call (plain, GPU), batch cost us, band %', [(s['name'], s.get('calls_per_batch'), s.get('candidate_us'), s.get('candidate_graph_us'), s.get('batch_cost_us'), s.get('noise_pct')) for s in v['shapes']])"

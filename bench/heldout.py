@@ -6,7 +6,7 @@ The candidates: every red-team candidate whose catalog entry expects `heldout-in
 `hard-case-incorrect` (tests/redteam/candidates: no tail masks, a row-count table, no max shift,
 an RMSNorm fitted to widths % 8 or without eps or squaring in fp16, a DeepSeek V4 HCA decode
 that assumes a full window), plus each of their tasks' baselines as the control that must pass.
-Each runs as a person would run it, `python -m harness eval TASK FILE --json --no-time`, on all the
+Each runs as a person would run it, `python -m warpsmith eval TASK FILE --json --no-time`, on all the
 task's GPU shapes (timing off: these are about correctness; the listed shapes pass, so only the
 held-out shapes and hard inputs can reject them). Prints one row per file: accepted, the rule,
 and the held-out shape or hard case the verdict names. Exit 0 iff every verdict is as expected.
@@ -42,7 +42,7 @@ def selection(only: set[str]) -> list[tuple[str, str, Path, list[str]]]:
 def run_one(task: str, path: Path, timeout: float) -> tuple[dict | None, float, str]:
     t0 = time.monotonic()
     try:
-        p = subprocess.run([sys.executable, "-m", "harness", "eval", task, str(path), "--json", "--no-time"],
+        p = subprocess.run([sys.executable, "-m", "warpsmith", "eval", task, str(path), "--json", "--no-time"],
                            cwd=REPO, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, time.monotonic() - t0, f"no verdict within {timeout:.0f} s"

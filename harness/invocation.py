@@ -4,7 +4,7 @@ After `bash scripts/bootstrap`, `warpsmith` is not on PATH (the README runs `.ve
 so a printed follow-up such as `warpsmith sessions resume ID` would fail as typed. Every follow-up
 command (summaries, exit lines, hints in errors) names the executable through `command()`, which says
 it the way the user did: `.venv/bin/warpsmith`, `warpsmith` when that is on PATH, or
-`.venv/bin/python -m harness`. tests/cli/test_invocation.py checks that no code prints a bare one.
+`.venv/bin/python -m warpsmith`. tests/cli/test_invocation.py checks that no code prints a bare one.
 """
 from __future__ import annotations
 
@@ -45,22 +45,22 @@ def _python() -> str:
 
 def prog() -> str:
     """The executable as the user invoked it, quoted for a POSIX shell. $WARPSMITH_PROG, when set,
-    is used as it is: `warpsmith serve` sets it for the TUI it starts (as `python -m harness`) to the
+    is used as it is: `warpsmith serve` sets it for the TUI it starts (as `python -m warpsmith`) to the
     command the user typed; the test suite pins it so that screens and messages are the same anywhere."""
     override = os.environ.get(PROG_ENV, "").strip()
     if override:
         return override
     argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
     base = os.path.basename(argv0)
-    if base == "__main__.py" and os.path.basename(os.path.dirname(argv0)) == "harness":
-        return f"{shlex.quote(_python())} -m harness"  # `python -m harness`
+    if base == "__main__.py" and os.path.basename(os.path.dirname(argv0)) == "warpsmith":
+        return f"{shlex.quote(_python())} -m warpsmith"  # `python -m warpsmith`
     if base.startswith(NAME) and os.path.isfile(argv0):  # the console script (`.venv/bin/warpsmith`)
         return shlex.quote(_as_typed(argv0))
     # Not started as warpsmith (a test runner, an embedding program): the installed script when PATH
     # has it, else the module through this interpreter.
     if shutil.which(NAME):
         return NAME
-    return f"{shlex.quote(sys.executable)} -m harness"
+    return f"{shlex.quote(sys.executable)} -m warpsmith"
 
 
 def command(args: str) -> str:

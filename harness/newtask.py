@@ -749,7 +749,7 @@ def choose_incumbent(ref: ModuleType, func: Callable, shapes: list[tuple[str, di
 
 @dataclass
 class Request:
-    """What `warpsmith tasks new` was asked (harness/commands/tasks.py)."""
+    """What `warpsmith tasks new` was asked (warpsmith/commands/tasks.py)."""
     name: str
     source: str                                  # FILE.py:FUNC
     dest: Path | None = None                     # default ./kernels/NAME

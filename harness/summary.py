@@ -131,7 +131,7 @@ def summary_lines(session, ended=None) -> list[str]:
 
 
 def resume_command(session_id: str, headless: bool = True, iterations: int | None = None) -> str:
-    """The command that continues a session (`warpsmith sessions resume`, harness/commands/sessions.py),
+    """The command that continues a session (`warpsmith sessions resume`, warpsmith/commands/sessions.py),
     for `iterations` more when given."""
     return command(f"sessions resume {session_id}" + (f" --iterations {iterations}" if iterations else "")
                    + (" --headless" if headless else ""))

@@ -1,6 +1,6 @@
 """Builds a Loop from options: agent, evaluator backend, packs and prompt, decider, printer.
 
-The one assembly path: the headless CLI (harness/commands/run.py) and the TUI (tui/app.py) each bring
+The one assembly path: the headless CLI (warpsmith/commands/run.py) and the TUI (tui/app.py) each bring
 only their decider and their event sink to `build_loop`, so every option means the same in both
 (tests/spine/test_assembly.py runs the option matrix through both).
 """

@@ -81,7 +81,7 @@ def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 def test_no_import_circles():
     sys.path.insert(0, str(ROOT))
-    graph = grimp.build_graph("harness", "tui", cache_dir=None)
+    graph = grimp.build_graph("warpsmith", "harness", "tui", cache_dir=None)
     assert _circles(graph) == []
 
 

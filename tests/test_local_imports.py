@@ -68,7 +68,7 @@ def uncommented_local_imports(path: Path, source: str | None = None) -> list[str
 
 
 def test_every_function_local_import_says_why():
-    found = [hit for pkg in ("harness", "tui") for p in sorted((ROOT / pkg).rglob("*.py"))
+    found = [hit for pkg in ("warpsmith", "harness", "tui") for p in sorted((ROOT / pkg).rglob("*.py"))
              for hit in uncommented_local_imports(p.relative_to(ROOT), p.read_text())]
     assert found == [], ("function-local imports without a comment saying why (start-up time, an optional "
                          "dependency, a circle); move the rest to the top of the module:\n" + "\n".join(found))

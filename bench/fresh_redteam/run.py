@@ -165,7 +165,7 @@ class Listener:
 
 # -- one evaluation ------------------------------------------------------------------------------
 def evaluate(case: Case, env: dict, timeout: float) -> dict | None:
-    cmd = [sys.executable, "-m", "harness", "eval", case.task, str(case.path), "--json"] + ([] if case.timed else ["--no-time"])
+    cmd = [sys.executable, "-m", "warpsmith", "eval", case.task, str(case.path), "--json"] + ([] if case.timed else ["--no-time"])
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)

@@ -16,7 +16,7 @@ from fake_server import CANDIDATE, FakeServer
 def test_run_keeps_the_served_candidate(tmp_path):
     with FakeServer(["tool"], lifetime_s=300) as srv:
         proc = subprocess.run(
-            [sys.executable, "-m", "harness", "run", "softmax", "--headless", "--iterations", "1",
+            [sys.executable, "-m", "warpsmith", "run", "softmax", "--headless", "--iterations", "1",
              "--agent", f"openai-compat:{srv.url}", "--budget-usd", "1"],
             input="y\nyes\n", capture_output=True, text=True, cwd=tmp_path, timeout=280,
             env={**os.environ, "TRITON_INTERPRET": "1"})

@@ -215,7 +215,7 @@ def test_without_a_prompt_builder_the_agent_writes_its_own_prompt(ctx, tmp_path)
 
 
 def test_agents_command_shows_key_status_never_keys(tmp_path, monkeypatch, capsys):
-    from harness.cli import main
+    from warpsmith.cli import main
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-visible-never-0001")
     assert main(["agents", "--prices"]) == 0

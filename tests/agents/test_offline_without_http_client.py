@@ -13,7 +13,7 @@ RUN = """
 import sys
 sys.modules["httpx2"] = None  # any import of it raises ImportError, as where it is not installed
 sys.argv = ["warpsmith", "run", "softmax", "--headless", "--agent", "tuner", "--iterations", "1", "--auto", "--quiet"]
-from harness.cli import main
+from warpsmith.cli import main
 raise SystemExit(main())
 """
 

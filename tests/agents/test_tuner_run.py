@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def warpsmith(*args, cwd):
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "warpsmith", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=240, env=env)
     return proc
 

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]

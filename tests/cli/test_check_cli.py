@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cli import main
+from warpsmith.cli import main
 
 GOOD = Path(__file__).resolve().parents[2] / "kernels" / "softmax" / "kernel.py"
 

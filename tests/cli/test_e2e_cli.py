@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.tasks import load_task
 from harness.wiring import RunConfig, start_session
 

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.cli import main
-from harness.commands.eval import print_table
+from warpsmith.cli import main
+from warpsmith.commands.eval import print_table
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = (ROOT / "kernels" / "softmax" / "kernel.py").read_text()
@@ -36,7 +36,7 @@ def _text(v: dict) -> str:
 
 def test_missing_candidate_is_bad_input_and_answered_before_importing_torch(tmp_path):
     # in a child: this test process may have imported torch already; a wall-clock bound flakes on busy CI
-    probe = ("import sys\nfrom harness.cli import main\n"
+    probe = ("import sys\nfrom warpsmith.cli import main\n"
              f"rc = main(['eval', 'softmax', {str(tmp_path / 'nope.py')!r}])\n"
              "print(rc, 'torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,

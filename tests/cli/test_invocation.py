@@ -35,7 +35,7 @@ def bare_follow_ups() -> list[str]:
     """Every string literal in the shipped code (docstrings aside: never printed) that spells a
     follow-up command with a bare `warpsmith`. f-strings' literal parts are string constants too."""
     found = []
-    for path in sorted([*REPO.glob("harness/**/*.py"), *REPO.glob("tui/**/*.py")]):
+    for path in sorted([*REPO.glob("warpsmith/**/*.py"), *REPO.glob("harness/**/*.py"), *REPO.glob("tui/**/*.py")]):
         tree = ast.parse(path.read_text(), str(path))
         skip = _docstrings(tree)
         for node in ast.walk(tree):
@@ -69,7 +69,7 @@ def _script(folder: Path) -> Path:
     script = folder / "warpsmith"
     # A console script like pip's, importing this checkout (the venv's own points at its install).
     script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
-                      "from harness.cli import main\nsys.exit(main())\n")
+                      "from warpsmith.cli import main\nsys.exit(main())\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return script
 
@@ -89,10 +89,10 @@ def test_a_script_on_path_is_named_bare(unpinned, tmp_path):
     assert invocation.prog() == "warpsmith"
 
 
-def test_python_dash_m_harness_names_the_interpreter_as_typed(unpinned, tmp_path):
-    unpinned.setattr(sys, "argv", [str(REPO / "harness" / "__main__.py"), "tasks", "list"])
-    unpinned.setattr(sys, "orig_argv", [".venv/bin/python", "-m", "harness", "tasks", "list"], raising=False)
-    assert invocation.prog() == ".venv/bin/python -m harness"
+def test_python_dash_m_warpsmith_names_the_interpreter_as_typed(unpinned, tmp_path):
+    unpinned.setattr(sys, "argv", [str(REPO / "warpsmith" / "__main__.py"), "tasks", "list"])
+    unpinned.setattr(sys, "orig_argv", [".venv/bin/python", "-m", "warpsmith", "tasks", "list"], raising=False)
+    assert invocation.prog() == ".venv/bin/python -m warpsmith"
 
 
 def test_the_override_wins(unpinned):

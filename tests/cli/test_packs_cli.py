@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from harness.cli import main
+from warpsmith.cli import main
 
 
 def test_list_prints_the_config_dir(tmp_path, monkeypatch, capsys):

@@ -1,7 +1,7 @@
 """`warpsmith report`: an output name and a format that disagree are bad usage."""
 from __future__ import annotations
 
-from harness.cli import main
+from warpsmith.cli import main
 
 
 def test_output_suffix_and_format_must_agree(tmp_path, monkeypatch, capsys):

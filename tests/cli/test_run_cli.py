@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harness.cli import build_parser, main
+from warpsmith.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def test_headless_without_auto_on_a_closed_stdin_warns(tmp_path, monkeypatch, ca
     import io
     import sys
 
-    from harness.commands.run import run_headless
+    from warpsmith.commands.run import run_headless
 
     class Boom(Exception):
         pass

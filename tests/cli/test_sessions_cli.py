@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.tasks import load_task
 from harness.wiring import RunConfig, start_session
 

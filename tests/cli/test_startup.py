@@ -21,7 +21,7 @@ MAX_MODULES = 400
 
 PROBE = """
 import contextlib, io, json, sys
-from harness.cli import main
+from warpsmith.cli import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
         rc = main(json.loads(sys.argv[1]))

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.tasks import find_task_dir
 from harness.tomlkeys import line_of
 

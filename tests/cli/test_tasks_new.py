@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.prompt import build_prompt
 from harness.tasks import load_module, load_task
 

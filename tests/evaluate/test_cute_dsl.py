@@ -30,7 +30,7 @@ without_cute = pytest.mark.skipif(cute_installed(), reason="nvidia-cutlass-dsl i
 
 def _warpsmith(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=e,
+    return subprocess.run([sys.executable, "-m", "warpsmith", *args], capture_output=True, text=True, env=e,
                           timeout=300, cwd=REPO)
 
 
@@ -55,7 +55,7 @@ def test_eval_without_the_package_says_how_to_install_it():
 @without_cute
 def test_run_without_the_package_says_how_to_install_it_and_leaves_no_session(tmp_path):
     e = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-m", "harness", "run", "rmsnorm_cute", "--headless", "--iterations", "1"],
+    r = subprocess.run([sys.executable, "-m", "warpsmith", "run", "rmsnorm_cute", "--headless", "--iterations", "1"],
                        capture_output=True, text=True, env=e, timeout=300, cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [f"warpsmith: {dsl_problem(load_task(TASK), True)}"]

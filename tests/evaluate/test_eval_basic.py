@@ -49,7 +49,7 @@ def test_wrong_candidate_is_rejected_at_correctness(softmax_task, tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", "eval", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "warpsmith", "eval", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
 
 

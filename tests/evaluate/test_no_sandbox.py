@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from harness import events as ev
-from harness.cli import main
+from warpsmith.cli import main
 from harness.evaluate.sandbox import ENV_OFF, OFF_BANNER
 from harness.headless import Printer
 from tui.state import RunState
@@ -53,7 +53,7 @@ def test_where_the_sandbox_cannot_run_eval_says_why_and_how_to_fix_it_and_runs_n
     refusing.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != ENV_OFF}
     env.update(WARPSMITH_BWRAP=str(refusing), PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "harness", "eval", "softmax", str(ROOT / "kernels" / "softmax" / "kernel.py"),
+    r = subprocess.run([sys.executable, "-m", "warpsmith", "eval", "softmax", str(ROOT / "kernels" / "softmax" / "kernel.py"),
                         "--cpu"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 2 and r.stdout == ""
     err = r.stderr.strip()

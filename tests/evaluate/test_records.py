@@ -44,7 +44,7 @@ def test_keys_it_does_not_name_travel_and_new_ones_come_last():
 
 def test_eval_json_is_the_verdict_object(tmp_path):
     cand = ROOT / "kernels" / "softmax" / "candidates" / "onepass.py"
-    r = subprocess.run([sys.executable, "-m", "harness", "eval", "softmax", str(cand), "--json", "--seed", "7"],
+    r = subprocess.run([sys.executable, "-m", "warpsmith", "eval", "softmax", str(cand), "--json", "--seed", "7"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=600,
                        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-2000:]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 
 CORPUS = Path(__file__).parent / "corpus"
 GOOD = CORPUS / "good" / "triton" / "baseline.py"

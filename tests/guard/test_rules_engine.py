@@ -167,7 +167,7 @@ def test_entry_name_is_put_into_messages(softmax_task):
 
 
 def test_warning_severity_is_reported_but_does_not_reject(tmp_path, monkeypatch, capsys):
-    from harness.cli import main
+    from warpsmith.cli import main
 
     _write_pack(tmp_path, "style", '''
 [[rule]]

@@ -1,7 +1,7 @@
 """The commands: `sessions export` writes the dispatcher, `e2e` stacks two sessions' kernels."""
 from __future__ import annotations
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.dispatch import keep_for_buckets
 from harness.session import Session
 from harness.tasks import load_task

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from harness import profile as pf
-from harness.cli import main
+from warpsmith.cli import main
 
 H200ISH = pf.Ceilings(copy_gbs=4000.0, matmul_tflops=700.0, launch_us=4.0)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.agents.script import ScriptAgent
-from harness.cli import main
+from warpsmith.cli import main
 from harness.dispatch import keep_for_buckets
 from harness.loop import AutoDecider, Loop
 from harness.report import build_report, collect, outcome_counts, write_report

@@ -77,7 +77,7 @@ def test_without_a_pack_there_is_no_roofline_and_the_profile_says_how_to_get_one
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "harness", "profile", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "warpsmith", "profile", *args], capture_output=True, text=True,
                           timeout=300)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.dispatch import keep_for_buckets
 from harness.e2e import session_kernel
 from harness.report import write_report

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.packs import (BUILTIN_PACKS, BrokenPackError, PackError, Selection, discover,
                            explain_default_selection, load_pack, session_selection, user_packs_dir)
 from tests.packs.test_selection import T

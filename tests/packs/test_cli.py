@@ -1,4 +1,4 @@
-"""`warpsmith packs ...` through the real CLI entry (harness.cli.main), in-process."""
+"""`warpsmith packs ...` through the real CLI entry (warpsmith.cli.main), in-process."""
 from __future__ import annotations
 
 import io
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.packs import load_pack, user_packs_dir
 
 

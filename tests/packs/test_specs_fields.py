@@ -7,7 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.hardware import LEGACY_SPECS, SPECS
 from harness.packs import BUILTIN_PACKS, load_pack, user_packs_dir
 

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from harness.commands.run import headless_loop
+from warpsmith.commands.run import headless_loop
 from harness.dispatch import KeepBucketsDecider
 from harness.headless import Printer
 from harness.loop import AutoDecider, DecisionReply, DecisionRequest

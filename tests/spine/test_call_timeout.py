@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from warpsmith.cli import main
 from harness.journal import Journal
 from harness.tasks import DEFAULT_CALL_TIMEOUT_S, DEFAULT_INTERPRETER_CALL_TIMEOUT_S, TaskError, load_task
 

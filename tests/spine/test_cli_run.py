@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def warpsmith(*args, cwd, input=None, timeout=300):
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, input=input, text=True,
+    return subprocess.run([sys.executable, "-m", "warpsmith", *args], cwd=cwd, input=input, text=True,
                           capture_output=True, env=env, timeout=timeout)
 
 
@@ -64,7 +64,7 @@ def test_three_tuner_iterations_decided_on_stdin_show_in_git_journal_and_results
 @pytest.mark.slow
 def test_kill_during_a_run_then_resume_loses_nothing(tmp_path):
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-m", "harness", "run", "softmax", "--headless", "--auto",
+    p = subprocess.Popen([sys.executable, "-m", "warpsmith", "run", "softmax", "--headless", "--auto",
                           "--iterations", "4"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 240

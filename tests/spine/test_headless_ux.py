@@ -9,7 +9,7 @@ import pytest
 
 from harness import events as ev
 from harness.agents.tuner import TunerAgent
-from harness.cli import main
+from warpsmith.cli import main
 from harness.headless import Printer, StdinDecider, cannot_keep_reason, shape_table
 from harness.loop import AutoDecider, DecisionRequest, Loop
 from harness.tasks import load_task
@@ -159,7 +159,7 @@ def test_the_automatic_decider_shows_no_diff(tmp_path):
 
 
 def test_headless_and_eval_name_the_time_columns_alike():
-    from harness.commands.eval import print_table
+    from warpsmith.commands.eval import print_table
 
     shape = {"name": "a", "correct": True, "candidate_us": 1.0, "incumbent_us": 2.0, "speedup": 2.0,
              "noise_pct": 1.0, "roofline_pct": 50.0, "candidate_graph_us": None}
@@ -181,7 +181,7 @@ def test_a_verdict_without_shapes_prints_no_empty_table_header():
 
 def test_ctrl_c_in_a_headless_run_prints_how_to_resume_and_keeps_the_journal(tmp_path, monkeypatch, capsys):
     import harness.wiring
-    from harness.commands.run import run_headless
+    from warpsmith.commands.run import run_headless
 
     s = start_session(TASK, RunConfig(auto=True), base=tmp_path)
 

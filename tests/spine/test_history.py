@@ -96,7 +96,7 @@ def test_a_verdict_without_a_key_reads_with_the_records_one_default_everywhere()
     # version, a lost worker): every reader takes Verdict's defaults, so they say the same thing.
     import io
 
-    from harness.commands.eval import print_table
+    from warpsmith.commands.eval import print_table
     from harness.evaluate.records import Verdict
     from harness.headless import Printer
     from harness.report import Step

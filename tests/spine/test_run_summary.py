@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness import events as ev
-from harness.cli import main
+from warpsmith.cli import main
 from harness.summary import _best_lines
 
 ROOT = Path(__file__).resolve().parents[2]

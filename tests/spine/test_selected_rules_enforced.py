@@ -63,7 +63,7 @@ def test_selecting_a_pack_that_failed_to_load_says_why(tmp_path, house_rules):
 
 
 def test_resuming_with_a_selected_pack_that_broke_says_why_and_no_packs_takes_it_out(tmp_path, house_rules):
-    from harness.commands.sessions import change_packs
+    from warpsmith.commands.sessions import change_packs
 
     task = load_task("softmax")
     cfg = RunConfig(agent="tuner", iterations=1, auto=True, packs_add=["house-rules"])

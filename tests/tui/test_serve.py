@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.serve import served_args, tunnel_hint
+from warpsmith.commands.serve import served_args, tunnel_hint
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
                              shutil.which("google-chrome")) if p), None)
@@ -47,14 +47,14 @@ def test_served_arguments_and_the_tunnel_hint():
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    r = subprocess.run([sys.executable, "-m", "harness", "serve", "--", "run", "no-such-task"],
+    r = subprocess.run([sys.executable, "-m", "warpsmith", "serve", "--", "run", "no-such-task"],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no-such-task" in r.stderr
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = subprocess.run([sys.executable, "-m", "harness", "serve", "--port", str(port)],
+        r = subprocess.run([sys.executable, "-m", "warpsmith", "serve", "--port", str(port)],
                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert r.returncode == 2 and f"127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
 
@@ -90,7 +90,7 @@ def test_served_app_reaches_a_headless_browser(tmp_path: Path):
     script.mkdir()
     (script / "01_fallback.py").write_text('"""torch fallback"""\nimport torch\n\n\n'
                                            'def softmax(x):\n    return torch.softmax(x, -1)\n')
-    server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--port", str(port), "--",
+    server = subprocess.Popen([sys.executable, "-m", "warpsmith", "serve", "--port", str(port), "--",
                                "run", "softmax", "--iterations", "1", "--agent", f"script:{script}"],
                               cwd=tmp_path, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -1,4 +1,4 @@
-"""warpsmith's command line. Each subcommand lives in harness/commands/<name>.py and exposes
+"""warpsmith's command line. Each subcommand lives in warpsmith/commands/<name>.py and exposes
 `register(subparsers)`; modules are discovered, so a feature adds its command without editing here.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 import sys
 
-import harness.commands
+import warpsmith.commands
 from harness.invocation import prog
 
 
@@ -26,10 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="An agent proposes GPU kernels; warpsmith checks, times, and a person keeps or reverts.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(harness.commands.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(warpsmith.commands.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
-        mod = importlib.import_module(f"harness.commands.{info.name}")
+        mod = importlib.import_module(f"warpsmith.commands.{info.name}")
         mod.register(sub)
     return parser
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         # Bare `warpsmith` opens the TUI when it is installed, else prints help.
         run = getattr(args, "_default", None)
         if run is None:
-            from harness.commands.run import open_tui_home  # (loaded already, like every command module)
+            from warpsmith.commands.run import open_tui_home  # (loaded already, like every command module)
 
             try:
                 return open_tui_home()

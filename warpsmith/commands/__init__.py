@@ -1,3 +1,3 @@
-"""One module per subcommand (harness/cli.py). build_parser imports all of them on every start, `--help`
+"""One module per subcommand (warpsmith/cli.py). build_parser imports all of them on every start, `--help`
 included, so a command module imports at its top only what is already loaded by then (the stdlib, harness.tasks,
 harness.session, harness.packs...) and its handlers import the rest (tree-sitter, SDKs, torch, rich, the loop)."""

@@ -12,7 +12,7 @@ from harness.session import Session, SessionError, list_sessions, no_sessions_me
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.commands.run import check_agent_spec, check_pack_selection, open_tui, run_headless
+from warpsmith.commands.run import check_agent_spec, check_pack_selection, open_tui, run_headless
 from harness.evaluate.sandbox import from_cli
 from harness.history import SessionHistory
 from harness.invocation import command

@@ -58,7 +58,7 @@ def served_args(args: list[str]) -> tuple[list[str] | None, str | None]:
 
 def served_command(args: list[str]) -> str:
     # The same interpreter as this process: the venv's warpsmith, whatever is on PATH.
-    return shlex.join([sys.executable, "-m", "harness", *args])
+    return shlex.join([sys.executable, "-m", "warpsmith", *args])
 
 
 def tunnel_hint(host: str, port: int) -> str:
@@ -102,7 +102,7 @@ def cmd_serve(args) -> int:
         print("warpsmith: serve needs textual-serve: .venv/bin/pip install textual-serve", file=sys.stderr)
         return 2
     print(tunnel_hint(args.host, args.port), flush=True)
-    # The TUI runs as `python -m harness` under textual-serve; the commands it prints (its exit line,
+    # The TUI runs as `python -m warpsmith` under textual-serve; the commands it prints (its exit line,
     # the sessions screen) name warpsmith the way the user ran `serve`.
     os.environ.setdefault(PROG_ENV, prog())
     Server(served_command(served), host=args.host, port=args.port, title="warpsmith").serve()

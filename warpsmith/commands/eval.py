@@ -9,11 +9,11 @@ import sys
 import traceback
 from pathlib import Path
 
-from harness.commands.run import TIMEOUT_HELP, check_timeout
+from warpsmith.commands.run import TIMEOUT_HELP, check_timeout
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.commands.check import CandidateUnreadable, read_candidate, violation_lines
+from warpsmith.commands.check import CandidateUnreadable, read_candidate, violation_lines
 from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import from_cli
 from harness.evaluate.verdict import BEST_US, CAND_US

@@ -1,0 +1,5 @@
+import sys
+
+from warpsmith.cli import main
+
+sys.exit(main())
