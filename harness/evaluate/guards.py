@@ -476,6 +476,14 @@ class TorchComputeWatch:
         self.to_python = 0   # elements read into Python/numpy
 
         class _Dispatch(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                # torch wraps a mode's __torch_dispatch__ in a dynamo-disable shim that imports
+                # torch._dynamo on the first op (about 1.2 s of every child's start). The shim only
+                # matters when dynamo is loaded (then we keep it); the entry call has no torch.compile
+                # to protect otherwise. A torch without this hook ignores it.
+                return "torch._dynamo" in sys.modules
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 packet = getattr(func, "overloadpacket", None)
                 name = getattr(packet, "__name__", str(func))
