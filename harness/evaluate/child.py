@@ -540,11 +540,14 @@ def error_reply(kind: str, e: BaseException) -> dict:
 
 
 def preload(startup: dict[str, float]) -> None:
-    """Import torch, triton and what the torch-compute watch pulls in (torch._dynamo), and on a GPU
-    create the CUDA context and cuBLAS (harness code only: no task or candidate is known yet). A
-    pre-warmed spare (harness/evaluate/prewarm.py) does all of this before it is needed."""
+    """Import torch, triton and what the torch-compute watch pulls in, and on a GPU create the CUDA
+    context and cuBLAS (harness code only: no task or candidate is known yet). A pre-warmed spare
+    (harness/evaluate/prewarm.py) does all of this before it is needed. torch._dynamo is not loaded
+    (guards.wrap_manual_seed_as_dynamo_does says why that is safe)."""
     import torch  # this function's point: the imports, timed as a start-up phase
     import triton  # noqa: F401
+
+    guards.wrap_manual_seed_as_dynamo_does()
 
     from harness.evaluate import timing  # noqa: F401
 

@@ -179,6 +179,23 @@ def launch_counter(dsl: str) -> "LaunchCounter | CuteLaunchCounter":
     return c
 
 
+def wrap_manual_seed_as_dynamo_does() -> None:
+    """Importing torch._dynamo replaces torch.manual_seed with a dynamo-disable wrapper, and candidate
+    code may import it (torch.library.triton_op does): that would read as a patch of a function the
+    harness relies on. Do the same wrapping first, before the identity snapshot, without importing
+    dynamo (about 1.2 s of a child's start): the wrapper's first call imports dynamo unless the raw
+    function carries its own disabled form, so it carries itself (nothing here is compiled). Dynamo,
+    imported later, sees manual_seed already wrapped and leaves it. The cached attribute is in the
+    identity snapshot. A torch without `_disable_dynamo` is left as it is."""
+    import torch
+
+    raw = getattr(torch.random, "manual_seed", None)
+    if raw is None or torch.manual_seed is not raw or not hasattr(torch, "_disable_dynamo"):
+        return
+    setattr(raw, "__dynamo_disable", raw)
+    torch.manual_seed = torch._disable_dynamo(raw)
+
+
 def identity_snapshot(extra: dict[str, Any] | None = None) -> dict[str, int]:
     """id() of every function the harness relies on: torch's API, timers, the channel, builtins.
 
@@ -232,6 +249,8 @@ def identity_snapshot(extra: dict[str, Any] | None = None) -> dict[str, int]:
                 c = getattr(mod, cname)
                 if isinstance(c, type) and c.__module__ == mod_name:
                     take(f"{mod_name}.{cname}", c)
+    seed = getattr(torch.random, "manual_seed", None)
+    snap["torch.random.manual_seed.__dynamo_disable"] = id(getattr(seed, "__dynamo_disable", None))
     for k, v in (extra or {}).items():
         snap[k] = id(v)
     return snap
