@@ -1,6 +1,6 @@
 """What pyproject.toml cannot say: the built-in tasks (kernels/) and packs (packs/) ship inside the
 wheel as harness/_builtin/kernels and harness/_builtin/packs. In the checkout they stay top-level,
-where people edit them; harness.paths.builtin_dir finds either."""
+where people edit them; harness.authoring.paths.builtin_dir finds either."""
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 

@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["CUDA_VISIBLE_DEVICES"] = a.gpu  # this process and its evaluation children: one GPU
 
     from harness.evaluate import EvalOptions
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     task = load_task(a.task)
     opts = EvalOptions(static=False, samples=a.samples, remeasure_big_wins=False, spare_child=False,

@@ -22,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import triton.testing  # noqa: E402
 
-from harness.measure import copy_bandwidth_Bps  # noqa: E402
-from harness.tasks import load_module, load_task  # noqa: E402
+from harness.profiling.measure import copy_bandwidth_Bps  # noqa: E402
+from harness.authoring.tasks import load_module, load_task  # noqa: E402
 
 
 def copy_bandwidth_gbs() -> float:
-    """The copy bandwidth every figure's roofline is taken from (harness.measure), in GB/s."""
+    """The copy bandwidth every figure's roofline is taken from (harness.profiling.measure), in GB/s."""
     return copy_bandwidth_Bps() / 1e9
 
 

@@ -57,7 +57,7 @@ def evaluate(path: Path, flags: list[str], samples: int, timeout: float) -> tupl
 def bandwidth_rows(v: dict) -> list[str]:
     import torch
 
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     ref = load_task(REPO / "kernels" / "rmsnorm_cute").load_reference()
     bw = (v.get("device_info") or {}).get("copy_bw_Bps")
@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=260, help="seconds for all of them (later ones get what is left)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    from harness.dsl_support import dsl_problem, local_gpu
-    from harness.tasks import load_task
+    from harness.authoring.dsl_support import dsl_problem, local_gpu
+    from harness.authoring.tasks import load_task
 
     problem = dsl_problem(load_task(REPO / "kernels" / "rmsnorm_cute"), local_gpu())
     if problem:

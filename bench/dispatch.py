@@ -8,7 +8,7 @@ exported as a dispatcher, and the dispatcher measured against the default and ea
 
 Steps (first form): time each --kernel against the task's default (--against baseline: kernel.py) on
 every shape (task shapes + sweep); build a real session in a temporary folder whose candidates carry
-these verdicts; keep each candidate for the buckets it wins (harness.dispatch.bucket_results, the
+these verdicts; keep each candidate for the buckets it wins (harness.model.dispatch.bucket_results, the
 `--keep-buckets auto` policy; the faster of two winners keeps a bucket); export the session's
 dispatcher; then measure it. Measurement (second
 form too): per shape, default / each kernel in the table / dispatcher: correct?, eager time
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from harness import dispatch as d  # noqa: E402
-from harness.measure import capture_graph  # noqa: E402
-from harness.tasks import Bucket, Shape, Task, compare, load_module, load_task  # noqa: E402
+from harness.model import dispatch as d  # noqa: E402
+from harness.profiling.measure import capture_graph  # noqa: E402
+from harness.authoring.tasks import Bucket, Shape, Task, compare, load_module, load_task  # noqa: E402
 
 
 def parse_buckets(spec: str) -> list[Bucket]:
@@ -194,7 +194,7 @@ def build_session(task: Task, kernels: list[Path], shapes: list[Shape], base: Pa
     Each kernel is timed against `against` (the task's default: a bucket routes to a kernel only where
     it beats what users run otherwise; or the baseline kernel.py). Where two kernels win one bucket,
     the faster (bucket geomean) keeps it."""
-    from harness.session import Session
+    from harness.sessions.session import Session
 
     ref = task.load_reference()
     dtype = getattr(torch, task.dtypes[0])

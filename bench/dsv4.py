@@ -14,7 +14,7 @@ do_bench zeroes a 256 MB buffer, flushing the 60 MB L2, so each run reads its in
     PYTHONPATH=. python bench/dsv4.py [--quick] [--tasks dsv4_csa_decode,...] [--no-compile] [--json FILE]
         [--kernel dsv4_csa_decode=BEST.py ...]   # a "best" column: the tuner's (or anyone's) kept kernel
 
-Imports only torch, triton and harness.tasks (stdlib): it runs on the bare GPU box.
+Imports only torch, triton and harness.authoring.tasks (stdlib): it runs on the bare GPU box.
 """
 from __future__ import annotations
 
@@ -28,15 +28,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.measure import copy_bandwidth_Bps  # noqa: E402
-from harness.tasks import compare, load_module, load_task  # noqa: E402
+from harness.profiling.measure import copy_bandwidth_Bps  # noqa: E402
+from harness.authoring.tasks import compare, load_module, load_task  # noqa: E402
 
 TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress", "dsv4_csa_decode_fp8"]
 QUICK = {"flash 8k x128", "flash 1M x4", "pro 1M x4", "csa kv d512 x4", "hca d512 x128"}
 
 
 def copy_bandwidth() -> float:
-    """Bytes a second, read + written (harness.measure: the one figure every roofline here uses)."""
+    """Bytes a second, read + written (harness.profiling.measure: the one figure every roofline here uses)."""
     return copy_bandwidth_Bps()
 
 

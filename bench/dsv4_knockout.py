@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.dsv4_targets import _flush, compiled_stats, graph_us  # noqa: E402
-from harness.tasks import load_module, load_task  # noqa: E402
+from harness.authoring.tasks import load_module, load_task  # noqa: E402
 
 # (name, [(old, new), ...]) edits of kernel.py; every `old` must occur (a stale edit fails loudly).
 DOT_QK = "s = tl.dot(q, tl.trans(kv))"

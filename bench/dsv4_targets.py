@@ -28,7 +28,7 @@ NAME's points (VARIANT_POINTS) on VARIANT_SHAPES while the budget lasts.
     PYTHONPATH=. python bench/dsv4_targets.py [--tasks ...] [--no-sweep] [--shapes NAME,...] [--budget-s S]
                                               [--variant vsplit]
 
-Imports only torch, triton and harness.tasks (via bench/dsv4.py): it runs on the bare GPU box.
+Imports only torch, triton and harness.authoring.tasks (via bench/dsv4.py): it runs on the bare GPU box.
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dsv4 import bench, copy_bandwidth  # noqa: E402
-from harness.measure import graph_us, l2_flush as _flush  # noqa: E402,F401 (_flush: bench/dsv4_knockout.py)
-from harness.tasks import compare, load_module, load_task  # noqa: E402
+from harness.profiling.measure import graph_us, l2_flush as _flush  # noqa: E402,F401 (_flush: bench/dsv4_knockout.py)
+from harness.authoring.tasks import compare, load_module, load_task  # noqa: E402
 
 DECODE = ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"]
 CONTEXT = ["dsv4_indexer_topk"]

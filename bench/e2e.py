@@ -5,7 +5,7 @@
         [--option context=16384 --option batch=64] [--reps 20 --rounds 6] [--json out.json]
 
 A --kernel file is a candidate (defines the task's entry) or an exported dispatcher (same entry).
-The workload (the task's e2e.py, see harness/e2e.py for the contract) runs with the defaults, with
+The workload (the task's e2e.py, see harness/model/e2e.py for the contract) runs with the defaults, with
 each kernel alone, and with all of them; each configuration is captured in one CUDA graph and its
 replays timed with CUDA events, configurations interleaved round by round. Needs torch + triton only.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.e2e import CudaGraphTimer, E2EError, format_stack, load_kernel, stack, wall_timer  # noqa: E402
-from harness.tasks import TaskError, load_task  # noqa: E402
+from harness.model.e2e import CudaGraphTimer, E2EError, format_stack, load_kernel, stack, wall_timer  # noqa: E402
+from harness.authoring.tasks import TaskError, load_task  # noqa: E402
 
 
 def _value(v: str):

@@ -54,7 +54,7 @@ def fill_profile(task_name: str) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     task = load_task(task_name)
     ref = task.load_reference()
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     path = tempfile.mktemp(prefix="warpsmith-trace-", suffix=".jsonl")
     os.environ[trace.ENV] = path
     from harness.evaluate import EvalOptions, evaluate, prewarm
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     task = load_task(a.task)
     opts = EvalOptions(shapes=[s.strip() for s in a.shapes.split(",")] if a.shapes else None)

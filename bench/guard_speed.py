@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.guard import check_source, rules_for_task  # noqa: E402
-from harness.tasks import load_task  # noqa: E402
+from harness.authoring.tasks import load_task  # noqa: E402
 
 _KERNEL = '''
 

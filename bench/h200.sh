@@ -233,8 +233,8 @@ EOF
       (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model/test_step_profile.py -rs) > "$OUT/pytest_stepprof.txt" 2>&1; tail -4 "$OUT/pytest_stepprof.txt" ;;
     hwdetect) L=$(limit 60) || { echo "== skip $s"; continue; }
       pid=$(timeout "$L" python3 -c "
-from harness.hardware import detect, match_hardware
-from harness.packs import discover
+from harness.authoring.hardware import detect, match_hardware
+from harness.authoring.packs import discover
 d = detect(); pid, why = match_hardware(discover().sorted(), d.arch, d.name)
 import sys; print(f'detected: arch={d.arch} name={d.name!r} ({d.how})', file=sys.stderr)
 print(f'hardware pack: {pid or \"none\"}: {why}', file=sys.stderr); print(pid or '')" 2> >(tee "$OUT/hwdetect.txt" >&2))

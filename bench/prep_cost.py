@@ -17,7 +17,7 @@ n is the harness's own batch size for the shape at a call time of 1 µs (so the 
 parent_clock.calls_per_batch, inputs + outputs); ms per batch is the median over --reps batches, each
 ended by a device sync. `same` checks two sets of the refilled batch against make_inputs of their
 seeds (what the parent rebuilds to check a call): bit-identical, or for a read-only fill every other
-argument bit-identical and reference()'s output over the set bit-identical (harness.tasks
+argument bit-identical and reference()'s output over the set bit-identical (harness.authoring.tasks
 filled_as_made). `fresh`: no two sets of a batch hold the same values.
 
   python bench/prep_cost.py            # on the GPU: softmax 4k x 4k, the dsv4 tasks at flash 64k x64 (< 2 min)
@@ -38,7 +38,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.evaluate import parent_clock  # noqa: E402
 from harness.evaluate.child import Child  # noqa: E402
-from harness.tasks import filled_as_made, load_task  # noqa: E402
+from harness.authoring.tasks import filled_as_made, load_task  # noqa: E402
 
 # The makers before this change, verbatim (softmax: its default case; csa: build_inputs), run in the
 # namespace of today's reference.py with the helpers they called then (OLD_HELPERS, from 09e4add: the

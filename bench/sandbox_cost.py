@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.evaluate import EvalOptions, evaluate  # noqa: E402
 from harness.evaluate.runner import ChildProcess  # noqa: E402
 from harness.evaluate.sandbox import probe  # noqa: E402
-from harness.tasks import load_task  # noqa: E402
+from harness.authoring.tasks import load_task  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

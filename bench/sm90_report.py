@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.tasks import load_module, load_task  # noqa: E402
+from harness.authoring.tasks import load_module, load_task  # noqa: E402
 
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int32: "i32",
            torch.int64: "i64", torch.uint8: "u8", torch.int8: "i8"}

@@ -33,7 +33,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("bench/split_streams.py: no CUDA GPU here (two streams of split calls need one)", file=sys.stderr)
         return 2
-    from harness.tasks import load_module, load_task
+    from harness.authoring.tasks import load_module, load_task
     bad = 0
     for name in ("softmax", "rmsnorm"):
         task = load_task(name, check_null=False)

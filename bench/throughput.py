@@ -99,7 +99,7 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
     from harness.agents.script import ScriptAgent
     from harness.evaluate.backends import make_evaluator
     from harness.loop import Loop
-    from harness.session import Session
+    from harness.sessions.session import Session
 
     t0 = time.monotonic()
     evaluator = make_evaluator(spec)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep-dir", type=Path, help="keep the sessions here (default: a temporary folder)")
     a = p.parse_args(argv)
     from harness.evaluate.backends import BackendUnavailable
-    from harness.tasks import TaskError, load_task
+    from harness.authoring.tasks import TaskError, load_task
 
     try:
         task = load_task(a.task)

@@ -39,7 +39,7 @@ from harness.evaluate import verdict as vd  # noqa: E402
 from harness.evaluate.correctness import input_bytes, n_buffers  # noqa: E402
 from harness.evaluate.process import _Run  # noqa: E402
 from harness.evaluate.runner import ChildProcess, EvalOptions, derive_seed, timed_verdict  # noqa: E402
-from harness.tasks import load_task  # noqa: E402
+from harness.authoring.tasks import load_task  # noqa: E402
 
 # The baseline with an extra pass of EXTRA_COLS reads per row from a pad buffer larger than L2;
 # `acc * 0.0` keeps the loads (the compiler can't fold it: acc could be inf/NaN) and adds 0.

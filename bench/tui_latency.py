@@ -35,7 +35,7 @@ PARAGRAPH = (
 
 
 def write_script(folder: Path, chars: int) -> Path:
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
     from tui.testing import make_script_dir
 
     make_script_dir(folder, load_task("softmax"))

@@ -140,7 +140,7 @@ _W: dict = {}
 def _worker_compile(task_name: str, shape_i: int, path: str, device: str = "cuda") -> str | None:
     import torch
 
-    from harness.tasks import load_module, load_task
+    from harness.authoring.tasks import load_module, load_task
     try:
         if task_name not in _W:
             task = load_task(task_name, check_null=False)
@@ -187,7 +187,7 @@ def correct(task, out, exp) -> bool:
 def sweep_task(task_name: str, args, pool, t_end: float, bw_gbs: float | None) -> dict:
     import torch
 
-    from harness.tasks import load_module, load_task
+    from harness.authoring.tasks import load_module, load_task
     on_gpu = not args.interpreter
     task = load_task(task_name, check_null=False)
     ref = task.load_reference()
@@ -493,7 +493,7 @@ def apply(path: Path) -> int:
     declared literals: the defaults the tuner tries first. Only literals move; the files stay
     otherwise as they were (the diff shows what the sweep chose)."""
     from harness.agents.tunespace import read_space
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
     try:
         report = json.loads(path.read_text())
     except (OSError, ValueError) as e:
@@ -542,7 +542,7 @@ def main() -> int:
     bw = None
     pool = None
     if not args.interpreter:
-        from harness.measure import copy_bandwidth_Bps  # (torch is loaded by now; the CPU path never needs it)
+        from harness.profiling.measure import copy_bandwidth_Bps  # (torch is loaded by now; the CPU path never needs it)
         bw = copy_bandwidth_Bps() / 1e9
     workers = args.workers if args.workers is not None else \
         (0 if args.interpreter else max(1, min(12, (os.cpu_count() or 2) - 2)))

@@ -1,6 +1,6 @@
 """What the loop asks and hears when a candidate is to be kept or reverted, and the policy that
 follows the harness's recommendation (`--auto`). The front ends bring their own deciders: the TUI's
-(tui/decider.py), stdin's (harness/headless.py); harness.dispatch wraps one for per-bucket keeps.
+(tui/decider.py), stdin's (harness/headless.py); harness.model.dispatch wraps one for per-bucket keeps.
 """
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ class Decision(Event):
 
 @dataclass(frozen=True)
 class BucketKeep(Event):
-    """A candidate kept for some shape buckets only (harness.dispatch.keep_for_buckets writes it)."""
+    """A candidate kept for some shape buckets only (harness.model.dispatch.keep_for_buckets writes it)."""
 
     iteration: int
     commit: str
@@ -158,7 +158,7 @@ class IdeaFromProfile(Event):
     as added, the line it came from, and what was profiled, so the idea traces back to evidence."""
 
     idea: str
-    row: dict  # harness.step_profile.StepRow as a dict
+    row: dict  # harness.model.step_profile.StepRow as a dict
     workload: str
     device: str
     measured: bool
@@ -172,7 +172,7 @@ class WorkerStatus(Event):
 
 @dataclass(frozen=True)
 class ProfileReady(Event):
-    """Where the incumbent's time goes (harness.profile's dict: ceilings, and per shape bound,
+    """Where the incumbent's time goes (harness.profiling.profile's dict: ceilings, and per shape bound,
     memory/compute/launch % and a hint), measured once per incumbent on a GPU."""
 
     iteration: int

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Mapping, TextIO
 
 from harness import events as ev
-from harness.dispatch import bucket_results
+from harness.model.dispatch import bucket_results
 from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import OFF_BANNER, disabled_by_user
 from harness.evaluate.verdict import BEST_US, CAND_US, cannot_keep_reason
@@ -72,7 +72,7 @@ class Printer:
         # incumbent (by commit), each iteration's verdict (why it can't be kept).
         self.proposals: dict[str, ev.CandidateProposed] = {}
         self.verdicts: dict[int, dict] = {}
-        self.ended: ev.SessionEnded | None = None  # said in the run's summary block (harness.summary)
+        self.ended: ev.SessionEnded | None = None  # said in the run's summary block (harness.sessions.summary)
 
     def remember(self, e: ev.Event) -> None:
         """Keep what a later decision needs (also fed from the journal on a resume)."""

@@ -1,7 +1,7 @@
 """The autoresearch loop: propose → guard → evaluate → recommend → decide → keep/revert.
 
 Deliberately small: the agent, the evaluator backend, the workspace and the journal carry the weight;
-harness/inflight.py holds the candidates between their start and their decision. One loop for one
+harness/sessions/inflight.py holds the candidates between their start and their decision. One loop for one
 candidate in flight (the default: propose, evaluate, decide, then the next) and for several
 (`--proposals N`, a pool of GPUs, a Ray cluster): with one in flight, it is the sequence.
 Every step emits a typed event (harness.events); the journal gets each one before the UI does,
@@ -20,15 +20,15 @@ from harness.agents.base import (Agent, Attempt, Exhausted, Notice, Proposal, Pr
 from harness.agents.base import code_key  # noqa: F401 (lived here; callers import it from here)
 from harness.decision import AutoDecider, Decider, DecisionReply, DecisionRequest  # noqa: F401 (callers import them from here)
 from harness.decision import veto_reason_of
-from harness.dispatch import keep_for_buckets, restore_bucket_refs
+from harness.model.dispatch import keep_for_buckets, restore_bucket_refs
 from harness.evaluate.backends import EvalJob, Evaluator, LocalEvaluator, calling, options_dict
 from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
-from harness.history import SessionHistory
-from harness.inflight import Flight, InFlight
-from harness.session import Session
-from harness.tasks import Task
-from harness.workspace import unified_diff
+from harness.sessions.history import SessionHistory
+from harness.sessions.inflight import Flight, InFlight
+from harness.sessions.session import Session
+from harness.authoring.tasks import Task
+from harness.sessions.workspace import unified_diff
 
 EvaluateFn = Callable[[Task, Path, Path], dict]
 

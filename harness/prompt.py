@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from harness.hardware import specs_of, summary as hardware_summary
-from harness.newtask import function_segment
-from harness.packs import KIND_ORDER, Pack, PackWatcher
+from harness.authoring.hardware import specs_of, summary as hardware_summary
+from harness.authoring.newtask import function_segment
+from harness.authoring.packs import KIND_ORDER, Pack, PackWatcher
 
 CHARS_PER_TOKEN = 4
 DEFAULT_BUDGET_TOKENS = 100_000

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Callable
 
 from harness import events as ev
-from harness.dispatch import KeepBucketsDecider
-from harness.e2e import apply_e2e, run_e2e_check
+from harness.model.dispatch import KeepBucketsDecider
+from harness.model.e2e import apply_e2e, run_e2e_check
 from harness.evaluate import EvalOptions
 from harness.evaluate.backends import make_evaluator
 from harness.evaluate.records import Verdict
 from harness.loop import Decider, Loop
-from harness.packs import PackError, PackWatcher, Selection, discover, session_selection
+from harness.authoring.packs import PackError, PackWatcher, Selection, discover, session_selection
 from harness.prompt import build_prompt
-from harness.session import Session
-from harness.tasks import Task
+from harness.sessions.session import Session
+from harness.authoring.tasks import Task
 
 
 @dataclass
@@ -38,7 +38,7 @@ class RunConfig:
     no_mouse: bool = False
     quiet: bool = False
     keep_buckets: str = "off"  # off | auto: keep a losing candidate for the buckets where it wins
-    timeout_s: float | None = None  # per-call limit (--timeout); None: the task's (harness.tasks)
+    timeout_s: float | None = None  # per-call limit (--timeout); None: the task's (harness.authoring.tasks)
 
     @classmethod
     def from_args(cls, a: argparse.Namespace) -> "RunConfig":
@@ -195,7 +195,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         user = p.user
         step = session.root / "step_profile.json"  # written by the TUI's profile screen (w)
         if step.is_file() and getattr(agent, "reads_prompt", True):
-            from harness.step_profile import StepProfile, prompt_section as step_section  # (only with one)
+            from harness.model.step_profile import StepProfile, prompt_section as step_section  # (only with one)
 
             try:  # a few lines: far inside the prompt's token budget
                 user += "\n\n" + step_section(StepProfile.load(step))
@@ -204,7 +204,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
         if on_gpu and getattr(agent, "reads_prompt", True):
             # Where the incumbent's time goes, measured once per incumbent (cached by its hash);
             # up to two minutes with Nsight Compute, so only for agents that read the prompt.
-            from harness.profile import cached_profile, prompt_section  # (only on a GPU)
+            from harness.profiling.profile import cached_profile, prompt_section  # (only on a GPU)
 
             inc = session.work / "incumbent_for_profile.py"
             inc.write_text(ctx.incumbent_source)
@@ -228,7 +228,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
     # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
     loop._last_packs = [{**p.provenance(), "cut_files": []} for p in packs]
     for note in notes:
-        # (harness.packs notes a missing hardware pack before --packs adds one)
+        # (harness.authoring.packs notes a missing hardware pack before --packs adds one)
         if "no hardware pack selected" in note.lower() and any(p.kind == "hardware" for p in packs):
             continue
         loop.emit(ev.AgentNotice(0, "info", note), journal=False)

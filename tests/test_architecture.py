@@ -90,3 +90,17 @@ def test_the_circle_finder_finds_a_circle():
     for a, b in (("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.c", "p.d")):
         graph.add_import(importer=a, imported=b)
     assert _circles(graph) == [["p.a", "p.b", "p.c"]]
+
+
+def test_harness_has_no_loose_module_groups_and_every_package_says_what_belongs_in_it():
+    """harness/ is grouped by concern: each package's __init__ docstring says what goes there, and the
+    top level keeps only the loop's own modules and a few small shared parts (harness/__init__.py
+    lists them; a new module there must be added to that list, or go into a package)."""
+    import ast
+
+    pkg_docs = {p.parent.name: ast.get_docstring(ast.parse(p.read_text())) for p in (ROOT / "harness").glob("*/__init__.py")}
+    assert not [name for name, doc in pkg_docs.items() if not doc], "a harness package without a docstring"
+    top = ast.get_docstring(ast.parse((ROOT / "harness" / "__init__.py").read_text())) or ""
+    loose = sorted(p.name for p in (ROOT / "harness").glob("*.py") if p.name != "__init__.py")
+    assert [m for m in loose if m not in top] == [], "harness/__init__.py doesn't say what these loose modules are"
+    assert [f"{name}/" for name in pkg_docs if f"{name}/" not in top] == [], "harness/__init__.py doesn't name these packages"

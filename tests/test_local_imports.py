@@ -85,7 +85,7 @@ def f():
     from rich.console import Console
     from rich.table import Table
 
-    from harness import tasks
+    from harness.authoring import tasks
     s = "# not a comment"
     import re
     import shlex  # noqa: F401

@@ -23,12 +23,12 @@ from textual.message import Message
 from textual.screen import Screen
 
 from harness import events as ev
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 from harness.invocation import command
 from harness.loop import Decider, DecisionReply, DecisionRequest, Loop
-from harness.packs import PackError, discover
-from harness.session import Session, SessionError
-from harness.tasks import Task
+from harness.authoring.packs import PackError, discover
+from harness.sessions.session import Session, SessionError
+from harness.authoring.tasks import Task
 from harness.wiring import RunConfig, build_loop, make_agent, start_session
 from tui.decider import DEFAULT_KEY_GUARD_S, DecisionAborted, TuiDecider
 from tui.markup import Markup, plain
@@ -108,7 +108,7 @@ class WarpsmithApp(App[int]):
         self.decision_sent = ""  # the action sent to the loop, until its Decision event arrives
         self.run_screen = RunScreen()
         self.quitting = False
-        self.pack_catalog = None  # a fixed harness.packs.Catalog (tests); None: discover on open
+        self.pack_catalog = None  # a fixed harness.authoring.packs.Catalog (tests); None: discover on open
 
     def _default_factory(self, decider: Decider, emit: Callable[[ev.Event], None]) -> Loop:
         return build_loop(self.session, self.task_, self.cfg, decider, emit, resumed=self.resumed)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from harness.loop import DecisionReply, Loop
-    from harness.session import Session
-    from harness.tasks import Task
+    from harness.sessions.session import Session
+    from harness.authoring.tasks import Task
     from tui.decider import TuiDecider
     from tui.state import RunState
 
@@ -27,7 +27,7 @@ class RunHost(Protocol):
     decision_sent: str  # the action sent to the loop, until its Decision event arrives
     diff_mode: str
     bell_enabled: bool
-    pack_catalog: Any  # a fixed harness.packs.Catalog (tests); None: discover on open
+    pack_catalog: Any  # a fixed harness.authoring.packs.Catalog (tests); None: discover on open
     clock: Callable[[], float]
 
     # Textual's App methods the screens call on their host.

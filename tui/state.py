@@ -105,7 +105,7 @@ class RunState:
     profile: dict | None = None  # the incumbent's bottleneck profile (GPU only)
     incumbents: dict[int, str] = field(default_factory=dict)  # iteration -> commit it was measured against
     keeps: list[ev.Decision] = field(default_factory=list)  # every keep, in order: the best's lineage
-    roof: object | None = None  # harness.roofline.Roof of the session's hardware pack (set by the bench pane)
+    roof: object | None = None  # harness.profiling.roofline.Roof of the session's hardware pack (set by the bench pane)
     _typed: dict = field(default_factory=dict, repr=False, compare=False)  # verdict_of's cache
 
     # -- helpers ------------------------------------------------------------------------------

@@ -20,11 +20,11 @@ from rich.console import Console
 from harness import events as ev
 from harness.agents.script import ScriptAgent
 from harness.loop import Decider, DecisionRequest, Loop
-from harness.packs import Catalog, load_pack
-from harness.session import Session, SessionMeta, sessions_root
-from harness.tasks import Task, load_task
+from harness.authoring.packs import Catalog, load_pack
+from harness.sessions.session import Session, SessionMeta, sessions_root
+from harness.authoring.tasks import Task, load_task
 from harness.wiring import RunConfig
-from harness.workspace import Workspace, unified_diff
+from harness.sessions.workspace import Workspace, unified_diff
 from tui.app import DecisionRequested, LoopEvent, WarpsmithApp
 from tui.widgets.bench import BenchPane
 from tui.widgets.reasoning import ReasoningPane

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Iterator, Protocol, Union
 
-from harness.tasks import Task
+from harness.authoring.tasks import Task
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any, Generator, Iterator, Mapping
 
 from harness.agents.base import (AgentEvent, Exhausted, Notice, Proposal, ProposalContext,
                                  UsageReport)
-from harness.paths import config_dir
+from harness.authoring.paths import config_dir
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -38,7 +38,7 @@ from harness.agents.base import AgentEvent, Exhausted, Proposal, ProposalContext
 from harness.agents.tuner_knobs import (PY, WARPS, Knob, apply, config_of, find_knobs,  # noqa: F401 (re-exported)
                                         kind_of, neighbours)
 from harness.agents.tunespace import Space, SpaceError, hardware_limits, read_space
-from harness.roofline import NEAR_PCT, bucket_roof
+from harness.profiling.roofline import NEAR_PCT, bucket_roof
 
 EXPLORE_EVERY = 3  # once a bucket has TPE_AFTER timed points, every 3rd pick is TPE's even if a climb is open
 TPE_AFTER = 4
@@ -88,7 +88,7 @@ class BucketView:
     best_us: float | None = None
     pct: float | None = None  # geomean % of roofline of the best over the shapes that count
     min_pct: float | None = None
-    counted: int = 0  # shapes with a roofline time >= MIN_ROOFLINE_US (harness.roofline)
+    counted: int = 0  # shapes with a roofline time >= MIN_ROOFLINE_US (harness.profiling.roofline)
 
     absent: bool = False  # measured shapes exist, none of them in this bucket (e.g. the interpreter's)
 

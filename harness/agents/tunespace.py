@@ -29,7 +29,7 @@ from pathlib import Path
 from tree_sitter import Parser
 
 from harness.agents.tuner_knobs import PY, Knob, find_knobs, kind_of
-from harness.hardware import specs_of
+from harness.authoring.hardware import specs_of
 
 # Architectural limits of every NVIDIA GPU since Volta (CUDA C++ Programming Guide, "Compute
 # Capabilities" table): 1024 threads per block = 32 warps, 255 registers per thread.
@@ -247,7 +247,7 @@ def read_space(source: str, variant: str = "incumbent") -> Space:
 
 
 def hardware_limits(packs: list[dict]) -> tuple[dict[str, int], dict, str]:
-    """(limits for `require`, the hardware pack's [specs] (harness.hardware.specs_of), which pack) from
+    """(limits for `require`, the hardware pack's [specs] (harness.authoring.hardware.specs_of), which pack) from
     the prompt's packs."""
     for p in packs or []:
         path = Path(p.get("path", ""))

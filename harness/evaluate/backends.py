@@ -38,7 +38,7 @@ from typing import Any, Callable, Protocol
 from harness.evaluate import prewarm
 from harness.evaluate.process import EvalOptions
 from harness.evaluate.runner import evaluate
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RAY_INSTALL_HINT = ("the ray backend needs Ray: pip install 'ray[default]>=2.9' (from a checkout: "

@@ -1,7 +1,7 @@
 """Which buckets of a task's range a verdict wins: the rule per-bucket keeps go by.
 
 Read by the keep policy (a protected shape lost, buckets won: keep for those) and by
-harness.dispatch (`--keep-buckets auto`, `K`, the routing table), which re-exports it. It lives in
+harness.model.dispatch (`--keep-buckets auto`, `K`, the routing table), which re-exports it. It lives in
 harness/evaluate so the keep policy needs nothing outside the evaluator (pyproject.toml's contracts).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.evaluate.records import ShapeResult, Verdict
-from harness.tasks import Task
+from harness.authoring.tasks import Task
 
 
 @dataclass

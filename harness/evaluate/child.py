@@ -21,10 +21,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from harness import contract
+from harness.authoring import contract
 from harness.evaluate import guards
 from harness.evaluate.channel import Endpoint, _read_exact, rows_to_check
-from harness.tasks import load_module  # (loaded already, through harness.evaluate's __init__)
+from harness.authoring.tasks import load_module  # (loaded already, through harness.evaluate's __init__)
 
 TRACE_TAIL = 4000
 

@@ -30,11 +30,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from harness.evaluate import trace
-from harness.contract import apply as apply_contract
+from harness.authoring.contract import apply as apply_contract
 from harness.evaluate.channel import SAMPLE_MIN, rows_to_check
 from harness.evaluate.process import derive_seed
 from harness.evaluate.verdict import median
-from harness.tasks import Shape, Task, compare
+from harness.authoring.tasks import Shape, Task, compare
 
 # torch is imported inside each function, for start-up time (seconds): importing this module (heldout, timing_stage
 # and the tests do) costs no torch; the evaluation pays for it once, on first use.
@@ -78,7 +78,7 @@ def drawn_fill(seed: int, poison: dict) -> dict:
 def _make(ref_mod: ModuleType, task: Task, shape: Shape, seed: int, on_gpu: bool = False,
           case: dict | None = None) -> tuple[list, Any]:
     """Inputs (bit-identical to the child's: same seed, same device, the same contract case applied
-    after make_inputs: harness.contract.apply) and the expected output.
+    after make_inputs: harness.authoring.contract.apply) and the expected output.
 
     On a GPU box inputs are made, the reference run and the comparison done on the GPU: made on
     the CPU, one 128k-column shape's inputs took seconds each, most of an evaluation's wall time.

@@ -241,7 +241,7 @@ def identity_snapshot(extra: dict[str, Any] | None = None) -> dict[str, int]:
     for name in ("isinstance", "type", "id", "len", "abs", "min", "max", "sum", "print", "getattr"):
         snap[f"builtins.{name}"] = id(getattr(builtins, name))
     for mod_name in ("harness.evaluate.channel", "harness.evaluate.guards", "harness.evaluate.timing",
-                     "harness.evaluate.child", "harness.contract"):
+                     "harness.evaluate.child", "harness.authoring.contract"):
         mod = sys.modules.get(mod_name)
         if mod is not None:
             take(mod_name, mod)

@@ -12,9 +12,9 @@ listed shapes pass, every evaluation also checks, correctness only (never timed)
   non-bucket dims shrink), so the cost stays bounded.
 - hard inputs: every case of reference.py's HARD_CASES (make_inputs with dims["case"] set), on
   each listed shape shrunk the same way (on the GPU), or one interpreter shape per case.
-- the input contract (task.toml [contract], harness.contract, issue 37): every item beyond the
+- the input contract (task.toml [contract], harness.authoring.contract, issue 37): every item beyond the
   plain inputs (a row-strided or transposed view, each -inf mask, the range of magnitudes) on the
-  same shapes as a hard case, its inputs built after make_inputs by harness.contract.apply, in the
+  same shapes as a hard case, its inputs built after make_inputs by harness.authoring.contract.apply, in the
   parent and in the child alike.
 
 One call per shape or case, the allocator's free memory drawn per call from the secret (poisoned,
@@ -33,13 +33,13 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from harness.contract import case_rule
-from harness.contract import describe as describe_case
+from harness.authoring.contract import case_rule
+from harness.authoring.contract import describe as describe_case
 from harness.evaluate.correctness import _as_out, _crash_message, _make, _nbytes, drawn_fill, poison_fill
 # shape_bytes lives in correctness (which orders shapes by it, a layer below); tests import it from here.
 from harness.evaluate.correctness import shape_bytes  # noqa: F401
 from harness.evaluate.process import ChildFailed, derive_seed
-from harness.tasks import Shape, Task, compare, hard_cases
+from harness.authoring.tasks import Shape, Task, compare, hard_cases
 
 if TYPE_CHECKING:
     from harness.evaluate.process import ChildProcess, EvalOptions, _Run

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from harness.evaluate import verdict as vd
 from harness.evaluate.buckets import bucket_results
-from harness.tasks import Task
+from harness.authoring.tasks import Task
 
 
 def _winner(e: dict) -> str | None:

@@ -46,7 +46,7 @@ from harness.evaluate.sandbox import descendants
 
 if TYPE_CHECKING:
     from harness.evaluate.process import ChildProcess, EvalOptions, _Run
-    from harness.tasks import Shape, Task
+    from harness.authoring.tasks import Shape, Task
 
 # A batch long enough that the round trip's jitter is small beside it: at 2 ms (128 calls of the
 # 10 µs softmax 4k x 4k, capped by input bytes) the H200's A/A bands were ±9-21%.

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from harness.evaluate.process import ChildProcess, EvalOptions, scrubbed_env
 
 if TYPE_CHECKING:
-    from harness.tasks import Task
+    from harness.authoring.tasks import Task
 
 ENV_DEPTH = "WARPSMITH_PREWARM"
 

@@ -32,7 +32,7 @@ from harness.evaluate import trace
 from harness.evaluate.channel import ChannelError, Endpoint, Forged, Malformed, widen_pipe
 from harness.evaluate.sandbox import (REPO_ROOT, descendants, disabled_by_user, memory_cgroup, scratch_bytes, sweep,
                                       tmpfs_mounts, tmpfs_used, wrap)
-from harness.tasks import Task
+from harness.authoring.tasks import Task
 
 OUTPUT_HEAD, OUTPUT_TAIL = 2000, 6000  # bytes of the child's output a verdict shows: its start and end
 # Bytes of stdout+stderr a child may write in all before it is stopped (rule output-flood): far above
@@ -77,7 +77,7 @@ class EvalOptions:
     time: bool = True                    # timing stage (GPU only; on CPU: timing unavailable)
     import_timeout_s: float = 180
     # Seconds one call of the candidate may take (a hang costs at most this); None: the task's
-    # call_timeout_s on the GPU, interpreter_call_timeout_s in the interpreter (harness.tasks).
+    # call_timeout_s on the GPU, interpreter_call_timeout_s in the interpreter (harness.authoring.tasks).
     run_timeout_s: float | None = None
     mem_cap_gb: float | None = None      # None: half the machine's RAM, at most 64 GiB
     seed: int | None = None              # secret per-run seed when None (secrets.randbits)

@@ -20,7 +20,7 @@ from harness.evaluate.process import ChildFailed, EvalOptions, _Run
 # Re-exported: callers (benches, e2e, profile, tests) have imported these from here.
 from harness.evaluate.process import REPO_ROOT, ChildProcess, derive_seed, scrubbed_env  # noqa: F401
 from harness.evaluate.prewarm import close as close_spares  # noqa: F401
-from harness.tasks import Shape, Task, TaskError
+from harness.authoring.tasks import Shape, Task, TaskError
 
 # Local imports below are for start-up time: this module loads with every `warpsmith` command (and the TUI),
 # so torch, harness.guard (tree-sitter; optional on a bare GPU box) and the stage modules (correctness,
@@ -134,7 +134,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         if errors:
             return _finish(v, run, t0, timing_available=False)
 
-    from harness.dsl_support import dsl_problem  # (start-up: the note above the functions)
+    from harness.authoring.dsl_support import dsl_problem  # (start-up: the note above the functions)
 
     problem = dsl_problem(task, on_gpu)
     if problem:  # no child could run it (warpsmith eval says so before it gets here, exit 2)

@@ -29,7 +29,7 @@ PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "B200": 2250.0}
 def device_info(torch: Any) -> dict:
     props = torch.cuda.get_device_properties(0)
     l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
-    from harness.measure import copy_bandwidth_Bps  # (light; bound here like the module's other imports)
+    from harness.profiling.measure import copy_bandwidth_Bps  # (light; bound here like the module's other imports)
 
     bw = copy_bandwidth_Bps()  # device-to-device copy of 1 GiB, median of 10, bytes read + written
     peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in props.name), None)

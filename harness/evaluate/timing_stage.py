@@ -30,7 +30,7 @@ from harness.evaluate.parent_clock import roofline_and_floor
 from harness.evaluate import parent_clock, prewarm
 from harness.evaluate.correctness import _as_out, _make, elementwise, input_bytes, n_buffers, sampled_rows
 from harness.evaluate.process import ChildFailed, ChildProcess, derive_seed
-from harness.tasks import Shape, Task, compare
+from harness.authoring.tasks import Shape, Task, compare
 
 # torch is imported inside each function, for start-up time (seconds): importing this module (the runner
 # and the tests do) costs no torch; the evaluation pays for it once, on first use.

@@ -21,7 +21,7 @@ from .rules import (RUNTIME_CHECKS, Rule, RuleError, QueryContext, compile_rules
                     load_rules_pack, run_queries)
 
 if TYPE_CHECKING:
-    from harness.tasks import Task
+    from harness.authoring.tasks import Task
 
 SYNTAX_RULE = "python-syntax"
 GUARD_RULE = "guard-unreadable"

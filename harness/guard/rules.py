@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from tree_sitter import Node, Query, QueryCursor, QueryError
 
-from harness.paths import builtin_dir, user_packs_dir
+from harness.authoring.paths import builtin_dir, user_packs_dir
 
 from . import allow as _allow
 from . import dsl as _dsl

@@ -116,7 +116,7 @@ def finish(pooled, norm_weight, cos, sin) -> torch.Tensor:
 
 
 # Inputs that test the contract (issue 17), checked on every candidate (correctness only): the
-# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+# harness passes the case's name as dims["case"] (harness.authoring.tasks.hard_cases).
 HARD_CASES = {
     "gate logits ~1e4": "score_state of magnitude ~1e4 (fp32): the per-channel softmax over the slots "
                         "overflows without its max shift",

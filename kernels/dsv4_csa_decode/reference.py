@@ -101,7 +101,7 @@ def edge_lengths(dims: dict, seed: int) -> torch.Tensor:
 
 
 # Inputs that test the contract (issue 17), checked on every candidate (correctness only): the
-# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+# harness passes the case's name as dims["case"] (harness.authoring.tasks.hard_cases).
 HARD_CASES = {
     "first tokens and edges": "sequences at the positions where the masks change: the first tokens (partial "
                               "window, no compressed entry), the window and the entries filling up",
@@ -332,7 +332,7 @@ def make_inputs(dims, dtype, seed, device):
 
 
 # The compressed cache (argument 3: all but ~4% of a set's bytes at 64k tokens) is refilled only where
-# a call reads it: the entries the new indices name (harness.tasks.check_fill checks reference() on a
+# a call reads it: the entries the new indices name (harness.authoring.tasks.check_fill checks reference() on a
 # poisoned cache). A call's output depends on nothing else of it, and every entry it reads is new.
 FILL_READS_ONLY = (3,)
 

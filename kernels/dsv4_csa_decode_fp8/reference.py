@@ -35,7 +35,7 @@ def _load_bf16_task():
     if not path.is_file():
         # The evaluator's child gets a copy of this task's folder alone (runner.ChildProcess.stage):
         # the sibling task is then found where tasks are (./kernels, WARPSMITH_KERNELS, built-in).
-        from harness.tasks import find_task_dir
+        from harness.authoring.tasks import find_task_dir
 
         path = find_task_dir("dsv4_csa_decode") / "reference.py"
     spec = importlib.util.spec_from_file_location("dsv4_csa_decode_reference_for_fp8", path)

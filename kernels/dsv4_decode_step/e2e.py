@@ -15,7 +15,7 @@ The projections (wq_a/wq_b/wkv/wgate/weights_proj/wo) are GEMMs outside these ta
 outputs are fixed random per-step inputs here. Everything runs on device tensors with no host
 sync, so the whole step is captured in one CUDA graph and replayed.
 
-For harness/e2e.py: TASKS, TOLERANCE and build(kernels, device) -> workload whose run() is one
+For harness/model/e2e.py: TASKS, TOLERANCE and build(kernels, device) -> workload whose run() is one
 step (it returns (csa_out, hca_out)); tasks missing from `kernels` use their folder's kernel.py.
 On CUDA the workload is V4-Flash at 64k context, batch 16 (ragged 32k..64k); on CPU it is a tiny
 config (16 heads, top-k 32, 768 tokens) that the Triton interpreter runs in seconds.
@@ -191,7 +191,7 @@ class DecodeStep:
 
 
 def build(kernels: dict, device) -> DecodeStep:
-    """harness/e2e.py's entry: the workload with `kernels` plugged in, the rest from kernel.py."""
+    """harness/model/e2e.py's entry: the workload with `kernels` plugged in, the rest from kernel.py."""
     unknown = set(kernels) - set(TASKS)
     if unknown:
         raise ValueError(f"{__file__}: TASKS = {TASKS} does not take {sorted(unknown)}")

@@ -99,7 +99,7 @@ def edge_lengths(dims: dict, seed: int) -> torch.Tensor:
 
 
 # Inputs that test the contract (issue 17), checked on every candidate (correctness only): the
-# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+# harness passes the case's name as dims["case"] (harness.authoring.tasks.hard_cases).
 HARD_CASES = {
     "first tokens and edges": "sequences at the positions where the masks change: the first tokens (partial "
                               "window, no compressed entry), the window and the entries filling up",

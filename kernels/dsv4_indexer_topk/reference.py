@@ -101,7 +101,7 @@ def edge_lengths(dims: dict, seed: int) -> torch.Tensor:
 
 
 # Inputs that test the contract (issue 17), checked on every candidate (correctness only): the
-# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+# harness passes the case's name as dims["case"] (harness.authoring.tasks.hard_cases).
 HARD_CASES = {
     "first tokens and edges": "sequences with no entry visible yet, fewer visible entries than topk, exactly "
                               "topk, and the longest: -1 padding and the causal mask at their edges",

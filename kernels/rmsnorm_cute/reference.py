@@ -4,7 +4,7 @@ import torch
 EPS = 1e-6
 
 # Inputs that test the contract (issue 17): checked on every candidate, correctness only. The
-# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+# harness passes the case's name as dims["case"] (harness.authoring.tasks.hard_cases).
 HARD_CASES = {
     "huge norms": "rows of magnitude ~1e4: sums of squares up to ~1e13, fine in fp32, not in fp16 or bf16",
     "tiny norms": "rows of magnitude ~1e-4 (mean square 1e-8, under eps) and rows of zeros: eps decides",

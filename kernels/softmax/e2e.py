@@ -6,7 +6,7 @@
 mode="decode" (default): a batch of new tokens against a KV cache; mode="prefill": the whole
 context at once, unfused attention, where softmax over context x context scores weighs most.
 
-The contract (harness.e2e): `TASKS` names the tasks whose kernels plug in; `build(kernels, device)`
+The contract (harness.model.e2e): `TASKS` names the tasks whose kernels plug in; `build(kernels, device)`
 gets {task name: function} (absent tasks use their default.py: torch's op) and returns an object
 whose `run()` does one step on buffers it owns (fixed addresses, so the harness can capture it in a
 CUDA graph) and returns the output. Sizes on a GPU: batch 32 against a 4k-token cache (decode), or
@@ -32,7 +32,7 @@ def _load_default(task: str):
     """The task's default (kernels/<task>/default.py): what runs where no kernel is plugged in."""
     path = Path(__file__).resolve().parent.parent / task / "default.py"
     if not path.is_file():  # this file copied elsewhere (a task copy): find the task where warpsmith does
-        from harness.tasks import find_task_dir
+        from harness.authoring.tasks import find_task_dir
 
         path = find_task_dir(task) / "default.py"
     spec = importlib.util.spec_from_file_location(f"warpsmith_e2e_default_{task}", path)

@@ -2,7 +2,7 @@
 import torch
 
 # Inputs that test the contract (issue 17): checked on every candidate, correctness only. The
-# harness passes the case's name as dims["case"] (harness.tasks.hard_cases).
+# harness passes the case's name as dims["case"] (harness.authoring.tasks.hard_cases).
 HARD_CASES = {
     "huge values": "logits of magnitude ~1e4 (bf16 holds them): exp without the max shift overflows to inf",
     "-inf masks": "a random share of every row is -inf, as attention masks make it, one entry at least finite",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from harness.agents.base import ProposalContext
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY",
               "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "WARPSMITH_COMPAT_API_KEY",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.agents.tuner_knobs import find_knobs
 from harness.agents.tunespace import Space, read_space
-from harness.tasks import Task, load_task
+from harness.authoring.tasks import Task, load_task
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "landscape_h200.json.gz"
 
@@ -182,9 +182,9 @@ def replay(task_name: str, base: Path, iterations: int = 20, noise: float = 0.0,
     """`warpsmith run TASK --agent tuner --auto --keep-buckets auto --iterations N`, the landscape as GPU."""
     from harness.agents.tuner import TunerAgent
     from harness.decision import AutoDecider
-    from harness.dispatch import KeepBucketsDecider, dispatch_table
+    from harness.model.dispatch import KeepBucketsDecider, dispatch_table
     from harness.loop import Loop
-    from harness.session import Session
+    from harness.sessions.session import Session
 
     land = Landscape.of(task_name)
     task = land.task

@@ -204,7 +204,7 @@ def test_manual_thinking_for_older_models(ctx):
 def test_real_prompt_gets_a_breakpoint_after_packs_and_task(task):
     """With harness.prompt's real layout, packs + task are cached apart from incumbent and history."""
     from harness.agents.base import ProposalContext
-    from harness.packs import Selection, discover
+    from harness.authoring.packs import Selection, discover
     from harness.prompt import build_prompt
 
     packs = Selection(["h200"]).resolve(discover())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from landscape import Landscape, replay, search
 
-from harness.summary import summary_lines
+from harness.sessions.summary import summary_lines
 
 WITHIN = 0.03
 BUDGET = 20

@@ -17,8 +17,8 @@ from harness.agents.base import Attempt, Exhausted, ProposalContext
 from harness.agents.tuner import TunerAgent
 from harness.agents.tunespace import SpaceError, hardware_limits, read_space
 from harness.loop import AutoDecider, Loop
-from harness.session import Session
-from harness.tasks import Bucket, load_task
+from harness.sessions.session import Session
+from harness.authoring.tasks import Bucket, load_task
 
 TASK = load_task("softmax")
 
@@ -217,7 +217,7 @@ def test_the_hardware_pack_sets_the_limits(tmp_path):
 
 
 def test_a_bucket_keep_never_replaces_a_faster_holder(tmp_path):
-    from harness.dispatch import KeepBucketsDecider, bucket_keeps, keep_for_buckets
+    from harness.model.dispatch import KeepBucketsDecider, bucket_keeps, keep_for_buckets
     from harness.loop import DecisionRequest
 
     s = Session.create("softmax", "tuner", TASK.baseline_path.read_text(), base=tmp_path)

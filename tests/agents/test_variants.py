@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, PER_SM, hardware_limits, read_space
-from harness.packs import BUILTIN_PACKS
-from harness.tasks import load_module, load_task
+from harness.authoring.packs import BUILTIN_PACKS
+from harness.authoring.tasks import load_module, load_task
 
 REPO = Path(__file__).resolve().parents[2]
 LIMITS = {**ARCH, **PER_SM, "smem_per_block": DEFAULT_SMEM_KIB * 1024}

@@ -39,7 +39,7 @@ def test_run_against_a_local_server_that_does_not_answer(tmp_path, capsys):
 
 
 def test_resume_of_a_session_whose_agent_lacks_its_key_is_refused(tmp_path, capsys):
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
     from harness.wiring import RunConfig, start_session
 
     s = start_session(load_task("softmax", check_null=False), RunConfig(agent="openai:gpt-5"), base=tmp_path)

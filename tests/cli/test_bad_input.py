@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from warpsmith.cli import main
-from harness.session import Session
+from harness.sessions.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 SID = "SESSION"  # replaced by the fixture session's id

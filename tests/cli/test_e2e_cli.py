@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from warpsmith.cli import main
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, start_session
 
 

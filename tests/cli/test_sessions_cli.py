@@ -6,7 +6,7 @@ import os
 import pytest
 
 from warpsmith.cli import main
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, start_session
 
 

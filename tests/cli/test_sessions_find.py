@@ -8,7 +8,7 @@ import pytest
 
 from harness import events as ev
 from warpsmith.cli import main
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, start_session
 
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from warpsmith.cli import main
-from harness.tasks import find_task_dir
-from harness.tomlkeys import line_of
+from harness.authoring.tasks import find_task_dir
+from harness.authoring.tomlkeys import line_of
 
 
 def _show(capsys, arg: str) -> tuple[int, str]:

@@ -13,7 +13,7 @@ import torch
 
 from warpsmith.cli import main
 from harness.prompt import build_prompt
-from harness.tasks import load_module, load_task
+from harness.authoring.tasks import load_module, load_task
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

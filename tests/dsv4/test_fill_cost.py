@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 # Ops that read a device value on the host or size their output by the data: each waits for the GPU.
 HOST_SYNCS = {"nonzero", "nonzero_static", "_local_scalar_dense", "item", "masked_select", "is_nonzero", "equal",

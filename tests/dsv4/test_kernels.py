@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.tasks import TaskError, Tolerance, check_null_outputs_fail, compare, load_module, load_task
+from harness.authoring.tasks import TaskError, Tolerance, check_null_outputs_fail, compare, load_module, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress", "dsv4_csa_decode_fp8"]
@@ -277,7 +277,7 @@ def test_e2e_step_kernels_match_references_across_compression_boundaries():
 
 
 def test_e2e_workload_plugs_into_harness_e2e_check():
-    from harness.e2e import e2e_check
+    from harness.model.e2e import e2e_check
 
     t = load_task("dsv4_csa_decode", check_null=False)
     ok = e2e_check(t, t.baseline_path, t.baseline_path, device="cpu")

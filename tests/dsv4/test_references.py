@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.tasks import compare, load_module, load_task
+from harness.authoring.tasks import compare, load_module, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "kernels" / "dsv4_decode_step"))

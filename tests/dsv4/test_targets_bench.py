@@ -91,7 +91,7 @@ def test_variant_path_times_the_value_split_beside_each_baseline_in_the_interpre
 def test_the_fp8_task_reads_fewer_bytes_than_bf16_on_every_shape_they_share():
     """Issue 19: "the FP8 variant reads fewer bytes than bf16": its roofline (bytes_moved) is below the
     bf16 task's on every shape of the same name, so being faster is a target it can reach."""
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     bf, fp = load_task("dsv4_csa_decode"), load_task("dsv4_csa_decode_fp8")
     bref, fref = bf.load_reference(), fp.load_reference()

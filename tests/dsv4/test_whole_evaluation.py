@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness.evaluate.runner import EvalOptions, evaluate
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 TASKS = ["dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress", "dsv4_csa_decode_fp8"]
 # The interpreter evaluates both sides of tl.where: exp(-inf - -inf) warns in numpy, is discarded.

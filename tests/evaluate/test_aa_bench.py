@@ -14,7 +14,7 @@ import pytest
 
 from harness.evaluate import timing_stage
 from harness.evaluate.runner import ChildProcess, EvalOptions, _Run, timed_verdict
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import timing_trust  # noqa: E402

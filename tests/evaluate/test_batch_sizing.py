@@ -8,7 +8,7 @@ import pytest
 
 from harness.evaluate import parent_clock
 from harness.evaluate.process import EvalOptions
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 
 class ScriptedChild:

@@ -18,7 +18,7 @@ from harness.evaluate.channel import Endpoint, Malformed
 from harness.evaluate.process import (OUTPUT_CAP, OUTPUT_HEAD, OUTPUT_TAIL, SIBLING_MAX_BYTES, BoundedOutput,
                                       ChildFailed, ChildProcess, _copy_sibling)
 from harness.evaluate.sandbox import SMALL_TMPFS_BYTES, descendants, probe, tmpfs_mounts, tmpfs_used, wrap
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 CANDIDATES = REPO / "tests" / "redteam" / "candidates"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.contract import apply, describe
+from harness.authoring.contract import apply, describe
 from harness.evaluate import EvalOptions, evaluate
 from harness.evaluate.correctness import drawn_fill, poison_fill, user_fill
 from harness.evaluate.process import ChildProcess
-from harness.tasks import TaskError, compare, list_tasks, load_module, load_task
+from harness.authoring.tasks import TaskError, compare, list_tasks, load_module, load_task
 
 REPO = Path(__file__).resolve().parents[2]
 

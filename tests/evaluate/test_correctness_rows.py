@@ -11,7 +11,7 @@ import pytest
 from harness.evaluate import EvalOptions, correctness, evaluate
 from harness.evaluate.channel import SAMPLE_ROWS
 from harness.evaluate.process import ChildProcess
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 CANDIDATES = REPO / "tests" / "redteam" / "candidates"

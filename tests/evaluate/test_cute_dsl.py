@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.dsl_support import CUTE_INSTALL, cute_installed, dsl_problem
-from harness.tasks import load_task
+from harness.authoring.dsl_support import CUTE_INSTALL, cute_installed, dsl_problem
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = REPO / "kernels" / "rmsnorm_cute"
@@ -158,7 +158,7 @@ WATCH_SCRIPT = textwrap.dedent('''
     import cuda.bindings.driver as cuda
     from cutlass.cute.runtime import from_dlpack
     from harness.evaluate import guards
-    from harness.tasks import load_module
+    from harness.authoring.tasks import load_module
 
     counter = guards.launch_counter("cute")
     watch = guards.IntrospectionWatch()

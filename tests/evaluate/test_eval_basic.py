@@ -10,7 +10,7 @@ import pytest
 
 from harness.evaluate import EvalOptions, evaluate
 from harness.evaluate.verdict import cannot_keep_reason
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from softmax_sources import WRONG
 
 REPO = Path(__file__).resolve().parents[2]

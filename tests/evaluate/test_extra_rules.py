@@ -5,7 +5,7 @@ from pathlib import Path
 
 from harness.evaluate import EvalOptions, evaluate
 from harness.evaluate.runner import run_static
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 HOUSE_RULES = '''
 id = "house-rules"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.contract import Contract
+from harness.authoring.contract import Contract
 from harness.evaluate import EvalOptions, evaluate
 from harness.evaluate.heldout import draw_shapes, hard_case_shapes, shape_bytes
-from harness.tasks import TaskError, Tolerance, check_null_outputs_fail, hard_cases, load_task
+from harness.authoring.tasks import TaskError, Tolerance, check_null_outputs_fail, hard_cases, load_task
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = ["softmax", "rmsnorm", "dsv4_indexer_topk", "dsv4_csa_decode", "dsv4_hca_decode", "dsv4_compress",

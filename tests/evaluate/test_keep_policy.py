@@ -17,7 +17,7 @@ from harness.evaluate import verdict as vd
 from harness.evaluate.correctness import shape_entry
 from harness.evaluate.runner import _finish, _Run
 from harness.evaluate.timing_stage import _summarise
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 # Issue 25's finding on the H200: a kernel without tail masks, 1.050x geomean, slower on 3 of 4.
 ISSUE_25 = {"4k x 4k": 0.91, "many short rows": 2.31, "vocab 32k": 0.83, "long rows 128k": 0.70}
@@ -133,7 +133,7 @@ def test_auto_mode_follows_a_bucket_recommendation_through_the_loop(softmax, tmp
     """--auto: the candidate is kept for the short bucket (refs/buckets/short), best stays."""
     from harness.agents.base import Proposal
     from harness.loop import AutoDecider, Loop
-    from harness.session import Session
+    from harness.sessions.session import Session
 
     verdict = gpu_verdict(softmax, ISSUE_25)
     session = Session.create(softmax.name, "script", softmax.baseline_path.read_text(), base=tmp_path)

@@ -15,7 +15,7 @@ from harness.evaluate import parent_clock
 from harness.evaluate import verdict as vd
 from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
 from harness.evaluate.timing_stage import _output_checker
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 CANDIDATES = Path(__file__).resolve().parents[1] / "redteam" / "candidates"
 
@@ -189,7 +189,7 @@ def _measure_tall(children, candidate: str, monkeypatch):
     """A 200-row shape whose outputs count as large (SAMPLE_MIN lowered): the checked outputs come
     back as 64 rows drawn after the batch. Records the row counts the parent's check received."""
     from harness.evaluate import channel
-    from harness.tasks import Shape
+    from harness.authoring.tasks import Shape
 
     monkeypatch.setattr(channel, "SAMPLE_MIN", 1)
     task, opts, make = children

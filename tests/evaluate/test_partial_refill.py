@@ -17,7 +17,7 @@ import torch
 from harness.evaluate import parent_clock
 from harness.evaluate.runner import ChildProcess, EvalOptions, _Run
 from harness.evaluate.timing_stage import _output_checker
-from harness.tasks import Shape, compare, load_task
+from harness.authoring.tasks import Shape, compare, load_task
 
 CANDIDATES = Path(__file__).resolve().parents[1] / "redteam" / "candidates"
 SHAPE = "long, split key axis"  # 96 of 250-1024 entries a sequence read: most of the cache is left as it was

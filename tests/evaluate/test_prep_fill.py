@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.tasks import filled_as_made, load_task
+from harness.authoring.tasks import filled_as_made, load_task
 
 FILLED = ["softmax", "rmsnorm", "rmsnorm_cute", "dsv4_csa_decode", "dsv4_csa_decode_fp8", "dsv4_hca_decode",
           "dsv4_indexer_topk", "dsv4_compress"]
@@ -92,7 +92,7 @@ def test_a_fill_that_writes_other_values_is_refused_at_load(tmp_path):
     the incumbent's too: the loader names it instead."""
     import shutil
 
-    from harness.tasks import TaskError
+    from harness.authoring.tasks import TaskError
 
     d = tmp_path / "softmax_copy"
     shutil.copytree(load_task("softmax").root, d)
@@ -156,7 +156,7 @@ def test_a_rows_only_fill_that_misses_a_read_entry_is_refused_at_load(tmp_path):
     the reference's output over the refilled set differs, and the loader names the fill."""
     import shutil
 
-    from harness.tasks import TaskError
+    from harness.authoring.tasks import TaskError
 
     d = tmp_path / "csa_copy"
     shutil.copytree(load_task("dsv4_csa_decode").root, d)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.evaluate import EvalOptions, evaluate, prewarm
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from softmax_sources import WRONG
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import pytest
 
 from harness.evaluate import verdict as vd
 from harness.evaluate.timing_stage import to_remeasure
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 
 @pytest.fixture(scope="module")

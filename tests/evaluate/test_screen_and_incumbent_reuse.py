@@ -11,7 +11,7 @@ import pytest
 
 from harness.evaluate import timing_stage
 from harness.evaluate.process import ChildProcess, EvalOptions, _Run
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 
 def verdict(geomean, band, shapes=()):

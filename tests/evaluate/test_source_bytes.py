@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.evaluate import EvalOptions, evaluate
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 CHEAT = Path(__file__).resolve().parents[1] / "redteam" / "candidates" / "encoding_utf7_comment.py"
 

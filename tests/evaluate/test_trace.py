@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.evaluate import EvalOptions, evaluate, trace
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 
 def test_summary_groups_steps_by_phase_and_op_costliest_first():

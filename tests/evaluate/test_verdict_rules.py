@@ -9,7 +9,7 @@ import pytest
 from harness.evaluate import verdict as vd
 from harness.evaluate.runner import _Run, scrubbed_env
 from harness.evaluate.timing_stage import judge_shape
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 
 def noisy(mu: float, n: int, sigma: float, seed: int) -> list[float]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.tasks import Task, load_task
+from harness.authoring.tasks import Task, load_task
 
 CORPUS = Path(__file__).parent / "corpus"
 

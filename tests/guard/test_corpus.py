@@ -48,7 +48,7 @@ def test_every_shipped_baseline_and_variant_passes_the_static_stage(softmax_task
     # What warpsmith ships is what agents and the tuner start from: a candidate that copies a baseline
     # (the tuner only turns its literals) must not be rejected before any GPU time. The DeepSeek V4
     # decode baselines once were, over compiler diagnostics read through private attributes.
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     roots = sorted(p.parent for p in (Path(__file__).resolve().parents[2] / "kernels").glob("*/task.toml"))
     checked = []

@@ -11,7 +11,7 @@ import pytest
 
 from harness.guard import ENCODING_RULE, TEXT_RULE, check_source
 from harness.sourcefile import SourceEncodingError
-from harness.tasks import load_module
+from harness.authoring.tasks import load_module
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINE = (REPO / "kernels" / "softmax" / "kernel.py").read_bytes()
@@ -110,4 +110,4 @@ def test_load_module_compiles_utf8_text_without_the_harness_future_flags(tmp_pat
     src = "# -*- coding: utf-8 -*-\nNAME = 'µs'\nx: int = 1\n".encode()
     mod = load_module(write(tmp_path, "m.py", src), "warpsmith_test_plain")
     assert mod.NAME == "µs" and mod.__file__ == str(tmp_path / "m.py")
-    assert mod.__annotations__ == {"x": int}  # not "int": harness/tasks.py's __future__ import stays there
+    assert mod.__annotations__ == {"x": int}  # not "int": harness/authoring/tasks.py's __future__ import stays there

@@ -1,7 +1,7 @@
 """Fixtures for the kernel-to-model tests (helpers in model_helpers.py)."""
 import pytest
 
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from model_helpers import bucketed_softmax
 
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from warpsmith.cli import main
-from harness.dispatch import keep_for_buckets
-from harness.session import Session
-from harness.tasks import load_task
+from harness.model.dispatch import keep_for_buckets
+from harness.sessions.session import Session
+from harness.authoring.tasks import load_task
 
 from model_helpers import ONEPASS, bucketed_softmax, partial_win
 

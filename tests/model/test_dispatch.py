@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import dispatch as d
-from harness.session import Session
+from harness.model import dispatch as d
+from harness.sessions.session import Session
 
 from model_helpers import ONEPASS, partial_win, shape_row, verdict
 
@@ -137,7 +137,7 @@ def test_check_dispatcher_catches_a_wrong_kernel_in_a_bucket(task, session, tmp_
 
 
 def test_export_without_buckets_writes_best_kernel(tmp_path, capsys):
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     plain = load_task("softmax")
     plain.buckets = []  # whatever the built-in task.toml declares
@@ -168,7 +168,7 @@ def test_two_dispatchers_with_different_defaults_in_one_process(task, session, t
 
 
 def test_bucket_axis_error_names_reference(task, tmp_path):
-    from harness.tasks import Bucket
+    from harness.authoring.tasks import Bucket
 
     task.buckets = [Bucket("few rows", "rows", 0, 10**9)]
     assert d.bucket_axis(task, "rows") == (0, 0)  # inferred from the interpreter shapes' inputs

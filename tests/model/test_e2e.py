@@ -7,9 +7,9 @@ import statistics
 import pytest
 import torch
 
-from harness import e2e
+from harness.model import e2e
 from harness.loop import outcome_of
-from harness.tasks import load_module, load_task
+from harness.authoring.tasks import load_module, load_task
 
 from model_helpers import ONEPASS, partial_win
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness import profile as pf
+from harness.profiling import profile as pf
 from warpsmith.cli import main
 
 H200ISH = pf.Ceilings(copy_gbs=4000.0, matmul_tflops=700.0, launch_us=4.0)
@@ -102,7 +102,7 @@ def test_profile_on_gpu_measures_ceilings_and_launches():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     p = pf.profile_task(load_task("softmax"), shapes=["4k x 4k"], use_ncu=False)
     s = p["shapes"][0]
@@ -110,7 +110,7 @@ def test_profile_on_gpu_measures_ceilings_and_launches():
 
 
 def test_cached_profile_runs_in_a_child_once(tmp_path):
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     task = load_task("softmax")
     p = pf.cached_profile(task, task.baseline_path, tmp_path)
@@ -126,18 +126,18 @@ def test_on_a_gpu_the_incumbents_profile_goes_to_the_prompt_and_once_to_the_benc
     """The wiring, with the GPU-only parts replaced by what they return on the H200 (the real
     profiler runs in test_profile_on_gpu_measures_ceilings_and_launches)."""
     import harness.evaluate.backends as backends
-    import harness.profile
+    import harness.profiling.profile
     import harness.wiring as w
     from harness import events as ev
     from harness.agents.base import Exhausted, Proposal
     from harness.loop import AutoDecider
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     task = load_task("softmax")
     canned = {"task": "softmax", "timing_available": True,
               "shapes": [{"name": "4k x 4k", "us": 31.6, "bound": "memory", "hint": "memory-bound at 50%"}]}
     calls = []
-    monkeypatch.setattr(harness.profile, "cached_profile", lambda *a, **k: calls.append(a) or canned)
+    monkeypatch.setattr(harness.profiling.profile, "cached_profile", lambda *a, **k: calls.append(a) or canned)
     monkeypatch.setattr(w, "device_label", lambda: "NVIDIA H200")
     prompts = []
 
@@ -179,7 +179,7 @@ def test_headless_prints_the_profile_hints():
 @pytest.mark.parametrize("n, words", [(1, "after 1 iteration"), (2, "after 2 iterations")])
 def test_headless_session_end_counts_iterations_in_good_english(n, words, tmp_path):
     from harness import events as ev
-    from harness.summary import summary_lines
+    from harness.sessions.summary import summary_lines
     from tui.testing import make_session, softmax_task
 
     lines = summary_lines(make_session(tmp_path, softmax_task()), ev.SessionEnded("done", "abcdef0123456", n))

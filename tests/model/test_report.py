@@ -12,12 +12,12 @@ import pytest
 
 from harness.agents.script import ScriptAgent
 from warpsmith.cli import main
-from harness.dispatch import keep_for_buckets
+from harness.model.dispatch import keep_for_buckets
 from harness.loop import AutoDecider, Loop
-from harness.report import build_report, collect, outcome_counts, write_report
-from harness.session import Session
+from harness.sessions.report import build_report, collect, outcome_counts, write_report
+from harness.sessions.session import Session
 
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 from model_helpers import ONEPASS, bucketed_softmax, partial_win, shape_row, verdict
 

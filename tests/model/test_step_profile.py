@@ -1,4 +1,4 @@
-"""The step profile (harness/step_profile.py): where one step of the task's workload spends its time.
+"""The step profile (harness/model/step_profile.py): where one step of the task's workload spends its time.
 
 The arithmetic is tested on fixed figures; the cost pass runs the real softmax workload on the CPU
 (Triton's interpreter), where nothing is timed and the profile must say so."""
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from harness.profile import Ceilings, pack_ceilings
-from harness.step_profile import StepProfile, build_rows, format_step_profile, profile_step, prompt_section
-from harness.tasks import load_task
+from harness.profiling.profile import Ceilings, pack_ceilings
+from harness.model.step_profile import StepProfile, build_rows, format_step_profile, profile_step, prompt_section
+from harness.authoring.tasks import load_task
 
 H200ish = Ceilings(copy_gbs=4000.0, matmul_tflops=800.0, launch_us=4.0, source="test")
 
@@ -46,7 +46,7 @@ def test_unmeasured_rows_rank_by_roofline_and_say_their_shares_are_expected():
 
 @pytest.fixture(scope="module")
 def cpu_profile():
-    from harness.packs import discover
+    from harness.authoring.packs import discover
 
     return profile_step(load_task("softmax", check_null=False), pack_ceilings=pack_ceilings(discover().get("h200"))[0])
 
@@ -117,7 +117,7 @@ def _ev(name, kernels=(), children=(), cpu=True, dur=0.0):
 
 
 def test_kernels_go_to_the_innermost_op_the_task_range_or_their_own_row():
-    from harness.step_profile import STEP_RANGE, TASK_RANGE, attribute_kernels
+    from harness.model.step_profile import STEP_RANGE, TASK_RANGE, attribute_kernels
 
     mm = _ev("aten::mm", kernels=[("gemm", 30.0)])
     matmul = _ev("aten::matmul", children=[mm])
@@ -135,7 +135,7 @@ def test_kernels_go_to_the_innermost_op_the_task_range_or_their_own_row():
 
 
 def test_replay_gaps_measure_the_idle_time_between_a_replays_kernels_overlaps_counted_once():
-    from harness.step_profile import replay_gaps
+    from harness.model.step_profile import replay_gaps
 
     # two replays of three kernels: busy 0-10, 12-20 (15-18 overlaps), idle 10-12 -> span 20, busy 18
     one = [(0.0, 10.0), (12.0, 20.0), (15.0, 18.0)]
@@ -145,7 +145,7 @@ def test_replay_gaps_measure_the_idle_time_between_a_replays_kernels_overlaps_co
 
 
 def test_replay_gaps_say_nothing_when_the_replays_do_not_split_evenly():
-    from harness.step_profile import replay_gaps
+    from harness.model.step_profile import replay_gaps
 
     assert replay_gaps([(0.0, 1.0)] * 3, steps=2)["replay_idle_us"] is None
     assert replay_gaps([], steps=2)["replay_span_us"] is None

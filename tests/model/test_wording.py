@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from warpsmith.cli import main
-from harness.dispatch import keep_for_buckets
-from harness.e2e import session_kernel
-from harness.report import write_report
-from harness.session import Session
-from harness.tasks import load_task
+from harness.model.dispatch import keep_for_buckets
+from harness.model.e2e import session_kernel
+from harness.sessions.report import write_report
+from harness.sessions.session import Session
+from harness.authoring.tasks import load_task
 
 from model_helpers import ONEPASS, REPO, bucketed_softmax, partial_win
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from warpsmith.cli import main
-from harness.packs import (BUILTIN_PACKS, BrokenPackError, PackError, Selection, discover,
+from harness.authoring.packs import (BUILTIN_PACKS, BrokenPackError, PackError, Selection, discover,
                            explain_default_selection, load_pack, session_selection, user_packs_dir)
 from tests.packs.test_selection import T
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from warpsmith.cli import main
-from harness.packs import load_pack, user_packs_dir
+from harness.authoring.packs import load_pack, user_packs_dir
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.packs import default_selection, discover
+from harness.authoring.packs import default_selection, discover
 from harness.prompt import build_prompt
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import packs as P
-from harness.packs import discover
+from harness.authoring import packs as P
+from harness.authoring.packs import discover
 
 
 @pytest.fixture

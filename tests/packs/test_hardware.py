@@ -8,9 +8,9 @@ import types
 
 import pytest
 
-from harness import hardware as H
-from harness.hardware import FEATURES, match_hardware, summary
-from harness.packs import BUILTIN_PACKS, load_pack
+from harness.authoring import hardware as H
+from harness.authoring.hardware import FEATURES, match_hardware, summary
+from harness.authoring.packs import BUILTIN_PACKS, load_pack
 from harness.prompt import render_packs
 
 # pack id -> spec key -> (value, source). Every [specs] figure of a built-in hardware pack must be

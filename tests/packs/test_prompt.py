@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from harness.agents.base import Attempt
-from harness.packs import load_pack
+from harness.authoring.packs import load_pack
 from harness.prompt import CHARS_PER_TOKEN, build_prompt, estimate_tokens, render_packs
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 TASK = load_task("softmax", check_null=False)
 INCUMBENT = TASK.baseline_path.read_text()

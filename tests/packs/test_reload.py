@@ -7,9 +7,9 @@ import threading
 import time
 
 from harness import events as ev
-from harness.packs import PackWatcher, load_pack
+from harness.authoring.packs import PackWatcher, load_pack
 from harness.prompt import PromptBuilder, build_prompt
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 TASK = load_task("softmax", check_null=False)
 
@@ -73,7 +73,7 @@ def test_watchdog_reports_edits_without_being_asked(tmp_path, write_pack):
 def test_loop_journal_records_pack_provenance_and_picks_up_edits(tmp_path, write_pack):
     from harness.agents.tuner import TunerAgent
     from harness.loop import DecisionReply, Loop
-    from harness.session import Session
+    from harness.sessions.session import Session
 
     d = write_pack(tmp_path / "packs", "hw", files={"a.md": "first\n"})
     session = Session.create("softmax", "tuner", TASK.baseline_path.read_text(), base=tmp_path)

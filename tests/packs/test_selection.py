@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import packs as P
-from harness.packs import PackError, Selection, default_selection, discover, explain_default_selection
+from harness.authoring import packs as P
+from harness.authoring.packs import PackError, Selection, default_selection, discover, explain_default_selection
 
 
 @dataclass
-class T:  # the fields of harness.tasks.Task that selection reads
+class T:  # the fields of harness.authoring.tasks.Task that selection reads
     name: str = "softmax"
     dsl: str = "triton"
     models: list = field(default_factory=list)

@@ -8,8 +8,8 @@ import tomllib
 from pathlib import Path
 
 from warpsmith.cli import main
-from harness.hardware import LEGACY_SPECS, SPECS
-from harness.packs import BUILTIN_PACKS, load_pack, user_packs_dir
+from harness.authoring.hardware import LEGACY_SPECS, SPECS
+from harness.authoring.packs import BUILTIN_PACKS, load_pack, user_packs_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def test_every_specs_figure_read_in_harness_is_one_the_scaffold_and_validate_kno
             if isinstance(node, ast.Constant) and node.value in stated:
                 spelled.setdefault(node.value, f"{path.relative_to(REPO)}:{node.lineno}")
     unknown = {k: where for k, where in spelled.items() if k not in SPECS and k not in LEGACY_SPECS}
-    assert unknown == {}, "add these to harness/hardware.py SPECS"
+    assert unknown == {}, "add these to harness/authoring/hardware.py SPECS"
     assert {"mem_tb_s", "bf16_dense_tflops", "smem_per_block_kib", "warps_per_sm", "measured_copy_tb_s"} <= set(spelled)
 
 

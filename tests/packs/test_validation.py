@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.packs import PackError, discover, load_pack, load_root
+from harness.authoring.packs import PackError, discover, load_pack, load_root
 
 
 def test_valid_pack_loads_with_content_in_order(tmp_path, write_pack):

@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 from redteam_catalog import Cheat, all_cheats, check, dsl_missing  # noqa: E402
 
 from harness.evaluate import EvalOptions, evaluate  # noqa: E402
-from harness.tasks import load_task  # noqa: E402
+from harness.authoring.tasks import load_task  # noqa: E402
 
 ALSO_ON_GPU = {"half_rows_stale", "scratch_uninit", "decoy_kernel", "forged_fd", "leftover_thread",
                "tensor_subclass", "inplace_alias", "os_exit", "torch_fallback", "patch_timer", "write_task_files",

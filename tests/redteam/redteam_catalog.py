@@ -70,8 +70,8 @@ def all_cheats() -> list[Cheat]:
 def dsl_missing(cheat: Cheat) -> str | None:
     """Why this machine can't run the cheat's task's DSL even with a GPU (a CuTe DSL task without
     nvidia-cutlass-dsl), or None: such candidates are skipped, said so, not failed."""
-    from harness.dsl_support import dsl_problem
-    from harness.tasks import load_task
+    from harness.authoring.dsl_support import dsl_problem
+    from harness.authoring.tasks import load_task
 
     return dsl_problem(load_task(CANDIDATES.parents[2] / "kernels" / cheat.task), on_gpu=True)
 

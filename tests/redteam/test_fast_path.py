@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.evaluate import EvalOptions, evaluate, timing_stage
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 PAIRS = Path(__file__).resolve().parent / "pairs"
 

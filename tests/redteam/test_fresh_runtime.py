@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.evaluate import EvalOptions, evaluate
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.guard import check_source
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 

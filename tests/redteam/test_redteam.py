@@ -12,7 +12,7 @@ import pytest
 from redteam_catalog import Cheat, all_cheats, check, dsl_missing  # this folder is on sys.path under pytest
 
 from harness.evaluate import EvalOptions, evaluate
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ import pytest
 from harness.evaluate import EvalOptions, evaluate
 from harness.evaluate.runner import REPO_ROOT
 from harness.evaluate.sandbox import probe
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)

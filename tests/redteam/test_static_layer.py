@@ -9,7 +9,7 @@ import pytest
 from redteam_catalog import CHEATS
 
 from harness.guard import check_source
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTED = [c for c in CHEATS if c.static is not None]

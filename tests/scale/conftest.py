@@ -63,7 +63,7 @@ def write_batch(folder: Path, specs: list[tuple[int, int, bool]]) -> list[Path]:
 
 @pytest.fixture
 def small_task(tmp_path: Path):
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     return load_task(small_task_dir(tmp_path / "kernels"))
 

@@ -15,8 +15,8 @@ from harness import events as ev
 from harness.agents.script import ScriptAgent
 from harness.evaluate.backends import EvalJob, WorkerLost, WorkerSet, _Slot
 from harness.loop import DecisionReply, Loop
-from harness.session import Session
-from harness.tasks import load_task
+from harness.sessions.session import Session
+from harness.authoring.tasks import load_task
 
 from .conftest import variant, write_batch
 

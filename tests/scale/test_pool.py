@@ -12,7 +12,7 @@ from harness.agents.script import ScriptAgent
 from harness.evaluate.backends import (BackendUnavailable, EvalJob, PoolEvaluator, RAY_INSTALL_HINT,
                                        make_evaluator)
 from harness.loop import DecisionReply, Loop
-from harness.session import Session
+from harness.sessions.session import Session
 
 from .conftest import variant, write_batch
 

@@ -8,10 +8,10 @@ import itertools
 import pytest
 
 from warpsmith.commands.run import headless_loop
-from harness.dispatch import KeepBucketsDecider
+from harness.model.dispatch import KeepBucketsDecider
 from harness.headless import Printer
 from harness.loop import AutoDecider, DecisionReply, DecisionRequest
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, e2e_gate, start_session
 
 TASK = load_task("softmax")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from warpsmith.cli import main
-from harness.journal import Journal
-from harness.tasks import DEFAULT_CALL_TIMEOUT_S, DEFAULT_INTERPRETER_CALL_TIMEOUT_S, TaskError, load_task
+from harness.sessions.journal import Journal
+from harness.authoring.tasks import DEFAULT_CALL_TIMEOUT_S, DEFAULT_INTERPRETER_CALL_TIMEOUT_S, TaskError, load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG = ROOT / "tests" / "spine" / "data" / "hang_in_kernel.py"  # passes the static checks

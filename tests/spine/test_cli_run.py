@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.journal import Journal
+from harness.sessions.journal import Journal
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,9 @@ from harness.agents.tuner import TunerAgent
 from warpsmith.cli import main
 from harness.headless import Printer, StdinDecider, cannot_keep_reason, shape_table
 from harness.loop import AutoDecider, DecisionRequest, Loop
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, start_session
-from harness.workspace import unified_diff
+from harness.sessions.workspace import unified_diff
 
 TASK = load_task("softmax", check_null=False)
 BASELINE = TASK.baseline_path.read_text()

@@ -1,4 +1,4 @@
-"""One fold of the journal (harness/history.py) read the same by resume, results.tsv, `sessions show`,
+"""One fold of the journal (harness/sessions/history.py) read the same by resume, results.tsv, `sessions show`,
 the summary and the report; journals written before the fold still load (tests/fixtures/journal_v0)."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from harness import events as ev
-from harness.history import SessionHistory
-from harness.journal import RESULTS_HEADER, results_rows
-from harness.session_view import candidate_rows
-from harness.summary import _best_lines
+from harness.sessions.history import SessionHistory
+from harness.sessions.journal import RESULTS_HEADER, results_rows
+from harness.sessions.session_view import candidate_rows
+from harness.sessions.summary import _best_lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "journal_v0"
 
@@ -99,7 +99,7 @@ def test_a_verdict_without_a_key_reads_with_the_records_one_default_everywhere()
     from warpsmith.commands.eval import print_table
     from harness.evaluate.records import Verdict
     from harness.headless import Printer
-    from harness.report import Step
+    from harness.sessions.report import Step
     from tui.screens.history import verdict_word
     from tui.state import RunState
     from tui.widgets.bench import verdict_head, verdict_lines

@@ -28,7 +28,7 @@ def test_the_evaluator_child_applies_the_fix_too():
     from pathlib import Path
 
     from harness.evaluate import EvalOptions, evaluate
-    from harness.tasks import load_task
+    from harness.authoring.tasks import load_task
 
     cand = Path(__file__).parent / "data" / "bf16_dot_softmax.py"
     v = evaluate(load_task("softmax"), cand, None, EvalOptions(shapes=["short rows"]))

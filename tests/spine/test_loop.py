@@ -9,8 +9,8 @@ import pytest
 from harness.agents.base import Attempt, ProposalContext
 from harness.agents.tuner import TunerAgent, apply, find_knobs
 from harness.loop import DecisionReply, Loop
-from harness.session import Session
-from harness.tasks import load_task
+from harness.sessions.session import Session
+from harness.authoring.tasks import load_task
 
 TASK = load_task("softmax")
 
@@ -160,7 +160,7 @@ def test_stdin_b_keeps_for_winning_buckets_only(tmp_path):
 
 
 def test_a_keep_for_buckets_is_no_veto_to_the_agent_live_or_resumed(tmp_path):
-    from harness.dispatch import KeepBucketsDecider
+    from harness.model.dispatch import KeepBucketsDecider
     from harness.loop import AutoDecider
 
     v = verdict(action="revert")
@@ -337,7 +337,7 @@ def test_after_a_bucket_keep_the_tuner_searches_around_that_bucket_winner(tmp_pa
     """The H200's README run: rows.py's defaults won the long bucket (kept for it, reverted overall);
     the tuner then read that keep as a veto, excluded it and its neighbours, and walked kernel.py's
     grid. It must climb from the long bucket's winner instead."""
-    from harness.dispatch import KeepBucketsDecider
+    from harness.model.dispatch import KeepBucketsDecider
     from harness.loop import AutoDecider
 
     inc = {"4k x 4k": 40.0, "many short rows": 100.0, "vocab 32k": 130.0, "long rows 128k": 280.0}

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from harness.agents.base import ProposalContext
-from harness.session import Session
-from harness.tasks import load_task
+from harness.sessions.session import Session
+from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, build_loop, start_session
 
 
@@ -69,7 +69,7 @@ def test_a_pack_flag_from_the_start_does_not_undo_a_later_removal(tmp_path, task
 
 
 def test_a_session_from_before_journalled_selections_resumes_from_its_packs_json(tmp_path, task):
-    from harness.packs import Selection
+    from harness.authoring.packs import Selection
 
     session = started(tmp_path, task, RunConfig(agent="tuner", iterations=3))
     lines = [line for line in (session.root / "journal.jsonl").read_text().splitlines()

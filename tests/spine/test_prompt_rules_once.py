@@ -1,9 +1,9 @@
 """The prompt states each enforced rule once: the system's rule list, not again in the DSL text."""
 from __future__ import annotations
 
-from harness.packs import discover, session_selection
+from harness.authoring.packs import discover, session_selection
 from harness.prompt import _rule_items, build_prompt
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 
 
 def test_each_rule_message_appears_once_in_the_prompt():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import events as ev
 from warpsmith.cli import main
-from harness.summary import _best_lines
+from harness.sessions.summary import _best_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,8 +66,8 @@ def test_a_keep_without_timing_says_so():
 
 
 def test_interrupted_summary_counts_what_was_decided(tmp_path):
-    from harness.session import Session
-    from harness.summary import summary_lines
+    from harness.sessions.session import Session
+    from harness.sessions.summary import summary_lines
 
     s = Session.create("softmax", "tuner", (ROOT / "kernels" / "softmax" / "kernel.py").read_text(), base=tmp_path)
     s.record(ev.IterationStarted(1).to_dict())
@@ -82,8 +82,8 @@ def test_the_summary_says_per_bucket_how_far_the_kept_kernel_is_from_the_rooflin
     the figure is the lowest over the shapes of 10 us and more at the roofline."""
     from types import SimpleNamespace
 
-    from harness.history import SessionHistory
-    from harness.summary import _roofline_lines
+    from harness.sessions.history import SessionHistory
+    from harness.sessions.summary import _roofline_lines
 
     (tmp_path / "pack.toml").write_text('id = "box"\nkind = "hardware"\n[specs]\nmeasured_copy_tb_s = 4.0\n')
 

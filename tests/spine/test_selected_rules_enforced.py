@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.loop import AutoDecider
-from harness.tasks import load_task
+from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, build_loop, start_session
 
 NO_BLOCK_NAME = '''

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.tasks import TaskError, compare, load_module, load_task
+from harness.authoring.tasks import TaskError, compare, load_module, load_task
 
 SOFTMAX = Path(__file__).resolve().parents[2] / "kernels" / "softmax"
 

@@ -1,7 +1,7 @@
 """Workspace keeps every candidate on its own ref; the journal survives torn writes."""
 
-from harness.journal import Journal, results_rows, write_results_tsv
-from harness.workspace import Workspace, unified_diff
+from harness.sessions.journal import Journal, results_rows, write_results_tsv
+from harness.sessions.workspace import Workspace, unified_diff
 
 
 def test_candidates_get_refs_and_best_moves_only_on_keep(tmp_path):
@@ -56,7 +56,7 @@ def test_results_tsv_is_a_view_of_decisions(tmp_path):
 def test_a_new_journal_says_its_schema_and_an_old_one_reads_as_version_0(tmp_path):
     from pathlib import Path
 
-    from harness.journal import SCHEMA_VERSION
+    from harness.sessions.journal import SCHEMA_VERSION
 
     j = Journal(tmp_path / "journal.jsonl")
     j.append({"kind": "IterationStarted", "iteration": 1})

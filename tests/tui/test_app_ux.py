@@ -170,7 +170,7 @@ async def test_ctrl_q_asks_during_an_evaluation_and_ctrl_c_names_q(tmp_path: Pat
 # -- 5: a pack pick survives a quit before the next prompt ------------------------------------
 
 async def test_a_pack_pick_is_journalled_at_once_and_resume_uses_it(tmp_path: Path):
-    from harness.session import Session
+    from harness.sessions.session import Session
     from harness.wiring import select_packs
 
     app = make_app(tmp_path, eval_delay_s=30)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.journal import Journal
+from harness.sessions.journal import Journal
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed (apt-get install tmux)")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.profile import Ceilings
-from harness.step_profile import StepProfile, build_rows
+from harness.profiling.profile import Ceilings
+from harness.model.step_profile import StepProfile, build_rows
 from tui.screens.ideas import IdeasScreen
 from tui.screens.profile import PROFILE_FILE, ProfileScreen
 from harness import events as ev

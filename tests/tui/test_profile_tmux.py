@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.journal import Journal
+from harness.sessions.journal import Journal
 from test_e2e_tmux import WARPSMITH, capture, pane_dead, tmux, wait_screen
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed (apt-get install tmux)")

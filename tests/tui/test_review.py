@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from harness import events as ev
-from harness.packs import BUILTIN_PACKS, load_pack
-from harness.roofline import hbm_roof
+from harness.authoring.packs import BUILTIN_PACKS, load_pack
+from harness.profiling.roofline import hbm_roof
 from tui.screens.history import CandidateScreen, HistoryScreen, history_row
 from tui.state import RunState
 from tui.testing import make_app, make_script_dir, screen_text, softmax_task, verdict

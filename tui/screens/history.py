@@ -1,7 +1,7 @@
 """History (`h`): every candidate of the session, and any one of them reopened read-only.
 
 Built from the session folder, not from the screen's state: the journal (through
-`harness.report.collect`, the fold `warpsmith report` uses) for the proposals, verdicts, decisions
+`harness.sessions.report.collect`, the fold `warpsmith report` uses) for the proposals, verdicts, decisions
 and reasoning, and the session's git repository for the sources, each candidate diffed against
 the incumbent it was measured against. So it reads the same in a session resumed from disk as in
 the one that ran it. `HistoryScreen` dismisses with the chosen step; `open_history` then shows it
@@ -24,14 +24,14 @@ from textual.widgets import DataTable, Footer, Markdown, Static
 
 from harness import events as ev
 from harness.evaluate.records import Verdict
-from harness.report import Step, collect
-from harness.roofline import Roof
+from harness.sessions.report import Step, collect
+from harness.profiling.roofline import Roof
 from tui.state import CandidateView, RunState
 from tui.widgets.bench import COLUMNS, legend_text, lineage_text, shape_rows, verdict_head, verdict_lines
 from tui.widgets.diff import DiffPane
 
 if TYPE_CHECKING:
-    from harness.session import Session
+    from harness.sessions.session import Session
     from tui.host import RunHost
 
 HISTORY_COLUMNS = ("#", "description", "verdict", "geomean", "× per shape", "decision", "by", "reason")

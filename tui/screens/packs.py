@@ -20,8 +20,8 @@ from textual.widgets import Markdown, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
-from harness.hardware import summary as hardware_summary
-from harness.packs import KINDS, Catalog, Pack, discover
+from harness.authoring.hardware import summary as hardware_summary
+from harness.authoring.packs import KINDS, Catalog, Pack, discover
 
 HEADER = "__kind__:"
 ON, OFF = "[x] ", "[ ] "  # on/off readable without colour; as wide as SelectionList's ▐X▌ gutter

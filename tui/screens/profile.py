@@ -1,6 +1,6 @@
 """Where the time goes: the task's end-to-end step, kernel by kernel, and a line to start an idea from.
 
-The measurement (harness.step_profile) runs in a separate process, never in the UI's: it imports
+The measurement (harness.model.step_profile) runs in a separate process, never in the UI's: it imports
 the incumbent kernel, and on a GPU it takes seconds. A thread worker waits for it and posts a typed
 message back (harlequin's pattern). The result is cached in the session folder per incumbent, so
 reopening the screen is instant; `r` measures again.
@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Static
 
 from harness.evaluate.process import scrubbed_env
 from harness.evaluate.sandbox import confine
-from harness.step_profile import StepProfile, StepRow, header_lines, kernel_lines
+from harness.model.step_profile import StepProfile, StepRow, header_lines, kernel_lines
 
 PROFILE_FILE = "step_profile.json"
 TIMEOUT_S = 600
@@ -50,7 +50,7 @@ Runner = Callable[[], StepProfile]
 
 
 def subprocess_runner(task: Any, candidate: Path, pack: str, label: str) -> Runner:
-    """The real measurement: `python -m harness.step_profile` in a child process, under the same
+    """The real measurement: `python -m harness.model.step_profile` in a child process, under the same
     sandbox as the evaluator's children (the incumbent is agent-written code), with the evaluator's
     scrubbed environment; the profile comes back on its stdout."""
 
@@ -59,7 +59,7 @@ def subprocess_runner(task: Any, candidate: Path, pack: str, label: str) -> Runn
 
         gpu = torch.cuda.is_available()
         repo = str(Path(__file__).resolve().parent.parent.parent)
-        cmd = [sys.executable, "-m", "harness.step_profile", str(task.root), str(candidate), "-o", "-"]
+        cmd = [sys.executable, "-m", "harness.model.step_profile", str(task.root), str(candidate), "-o", "-"]
         if pack:
             cmd += ["--pack", pack]
         argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=gpu), gpu, [task.root, Path(candidate)], repo)

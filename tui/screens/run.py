@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
 from harness import events as ev
-from harness.dispatch import bucket_results
+from harness.model.dispatch import bucket_results
 from harness.invocation import command
 from harness.loop import DecisionReply
 from tui.screens.confirm import ConfirmScreen

@@ -12,9 +12,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from harness.journal import results_rows
+from harness.sessions.journal import results_rows
 from harness.invocation import command
-from harness.session import Session, SessionError, list_sessions, no_sessions_message, sessions_root
+from harness.sessions.session import Session, SessionError, list_sessions, no_sessions_message, sessions_root
 
 
 @dataclass

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-from harness.tasks import Task
+from harness.authoring.tasks import Task
 
 
 def task_markdown(task: Task) -> str:

@@ -13,8 +13,8 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from harness.evaluate.records import Recommendation, ShapeResult, Verdict, as_shape, as_verdict
 from harness.evaluate.verdict import cannot_keep_reason
-from harness.packs import discover
-from harness.roofline import Roof, hbm_roof
+from harness.authoring.packs import discover
+from harness.profiling.roofline import Roof, hbm_roof
 from tui.state import TALLY_KEYS, RunState
 
 # Speedup, its noise band and the roofline first: in a narrow pane the times are what is cut off.

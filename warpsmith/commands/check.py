@@ -13,7 +13,7 @@ from pathlib import Path
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.tasks import TaskError, load_task
+from harness.authoring.tasks import TaskError, load_task
 from harness.invocation import command
 
 

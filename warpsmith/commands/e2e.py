@@ -14,8 +14,8 @@ from pathlib import Path
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.session import Session, SessionError
-from harness.tasks import TaskError, load_task
+from harness.sessions.session import Session, SessionError
+from harness.authoring.tasks import TaskError, load_task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def _interpret_without_gpu() -> None:
 def cmd_e2e(args) -> int:
     _interpret_without_gpu()
     # ~15 ms: not at --help's start (commands/__init__.py)
-    from harness.e2e import E2EError, format_stack, session_kernel, stack
+    from harness.model.e2e import E2EError, format_stack, session_kernel, stack
 
     kernels, tasks, lines = {}, [], []
     with tempfile.TemporaryDirectory(prefix="warpsmith-e2e-") as tmp:

@@ -18,7 +18,7 @@ from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import from_cli
 from harness.evaluate.verdict import BEST_US, CAND_US
 from harness.invocation import command
-from harness.tasks import TaskError, load_task
+from harness.authoring.tasks import TaskError, load_task
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -205,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     except TaskError as e:
         print(f"warpsmith eval: {e}", file=sys.stderr)
         return 2
-    from harness.dsl_support import dsl_problem, local_gpu  # (small): not at --help's start (commands/__init__.py)
+    from harness.authoring.dsl_support import dsl_problem, local_gpu  # (small): not at --help's start (commands/__init__.py)
 
     problem = dsl_problem(task, on_gpu=not args.cpu and local_gpu())
     if problem:  # (a CuTe DSL task without nvidia-cutlass-dsl or without a GPU)

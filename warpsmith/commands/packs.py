@@ -24,14 +24,14 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from harness.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackError, discover,
+from harness.authoring.packs import (KINDS, ID_RE, BrokenPackError, Catalog, Pack, PackError, discover,
                            explain_default_selection, find_pack_dirs, load_pack, project_packs_dir, user_packs_dir)
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.hardware import ARCH_RE, SPECS, missing_specs, summary
+from harness.authoring.hardware import ARCH_RE, SPECS, missing_specs, summary
 from harness.invocation import command
-from harness.tasks import TaskError, load_task
+from harness.authoring.tasks import TaskError, load_task
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_FORMAT = 1
@@ -337,7 +337,7 @@ def scaffold(kind: str, pid: str, dest: Path, title: str | None = None, arch: st
             "warp_size": 64 if amd else 32,  # AMD Instinct runs 64-wide wavefronts; check RDNA (wave32)
             "matrix_units": "TODO: e.g. " + ("MFMA matrix cores" if amd else "mma.sync tensor cores"),
             "matrix_dtypes": [],
-            # Every feature you can vouch for, present or absent (known names: harness/hardware.py FEATURES).
+            # Every feature you can vouch for, present or absent (known names: harness/authoring/hardware.py FEATURES).
             "features": [], "absent": [],
             "triton": "TODO: does Triton support this GPU, and how", "cute_dsl": "TODO: " + (
                 "CuTe DSL is NVIDIA-only" if amd else "which CuTe DSL MMA operations run here")}
@@ -357,7 +357,7 @@ def scaffold_specs() -> str:
     GPU's value: a placeholder number would be read as one (a 0 KiB block limit fails every tuner
     config), and `packs validate` warns for each line still commented."""
     lines = ["", "[specs]",
-             "# Every figure warpsmith reads (harness/hardware.py SPECS): uncomment each line with this GPU's",
+             "# Every figure warpsmith reads (harness/authoring/hardware.py SPECS): uncomment each line with this GPU's",
              "# value and name its source in `sources`. `packs validate` warns for each one still missing",
              "# and says what reads it."]
     for name, f in SPECS.items():

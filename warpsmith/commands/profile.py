@@ -8,8 +8,8 @@ from pathlib import Path
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.packs import PackError, discover
-from harness.tasks import TaskError, load_task
+from harness.authoring.packs import PackError, discover
+from harness.authoring.tasks import TaskError, load_task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_profile(args) -> int:
     # torch inside, csv (~5 ms): not at --help's start (commands/__init__.py)
-    from harness.profile import format_profile, profile_task
+    from harness.profiling.profile import format_profile, profile_task
 
     try:
         task = load_task(args.task, check_null=False)
@@ -64,9 +64,9 @@ def cmd_profile(args) -> int:
 
 def _step_profile(task, args, pack) -> int:
     # ~20 ms, torch inside: not at --help's start (commands/__init__.py)
-    from harness.e2e import E2EError
-    from harness.profile import pack_ceilings
-    from harness.step_profile import format_step_profile, profile_step
+    from harness.model.e2e import E2EError
+    from harness.profiling.profile import pack_ceilings
+    from harness.model.step_profile import format_step_profile, profile_step
 
     ceilings = None
     if pack is not None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
-from harness.session import Session, SessionError
+from harness.sessions.session import Session, SessionError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +38,7 @@ def cmd_report(args) -> int:
     except ImportError:
         print("warpsmith: report needs matplotlib (pip install matplotlib)", file=sys.stderr)
         return 2
-    from harness.report import write_report  # ~12 ms: not at --help's start (commands/__init__.py)
+    from harness.sessions.report import write_report  # ~12 ms: not at --help's start (commands/__init__.py)
 
     write_report(session, out, fmt)
     print(f"wrote {fmt} report of session {session.id} to {out}")

@@ -4,15 +4,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.tasks import TaskError, load_task
+from harness.authoring.tasks import TaskError, load_task
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness import events as ev
 from harness.evaluate.sandbox import from_cli
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 from harness.invocation import command
-from harness.packs import PackError, discover
+from harness.authoring.packs import PackError, discover
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
 
-# One meaning for `run --timeout` and `eval --timeout` (harness.tasks: call_timeout_s).
+# One meaning for `run --timeout` and `eval --timeout` (harness.authoring.tasks: call_timeout_s).
 TIMEOUT_HELP = ("limit for one call of the candidate on one shape (default: the task's call_timeout_s, "
                 "120 s, on a GPU; its interpreter_call_timeout_s, 300 s, in Triton's interpreter); "
                 "a call that runs longer is killed and the candidate rejected")
@@ -125,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
     cfg = RunConfig.from_args(args)
-    from harness.dsl_support import run_problem  # (small): not at --help's start (commands/__init__.py)
+    from harness.authoring.dsl_support import run_problem  # (small): not at --help's start (commands/__init__.py)
 
     for check in (lambda: check_eval_backend(cfg.eval_backend), lambda: check_pack_ids(cfg),
                   lambda: check_pack_selection(task, cfg), lambda: run_problem(task, cfg.eval_backend)):
@@ -167,7 +167,7 @@ def run_headless(session, task, cfg, resumed: bool = False) -> int:
     except KeyboardInterrupt:
         # Everything decided so far is in the journal (fsync'd per event); an undecided candidate
         # is asked about again on resume. Say how, on the line a person reads last.
-        from harness.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
+        from harness.sessions.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
 
         print_summary(session, None)
         print(f"\ninterrupted; resume: {resume_command(session.id)}", file=sys.stderr)
@@ -190,7 +190,7 @@ def headless_loop(session, task, cfg, printer, resumed: bool = False):
 
 
 def print_summary(session, ended) -> None:
-    from harness.summary import summary_lines  # (small): not at --help's start (commands/__init__.py)
+    from harness.sessions.summary import summary_lines  # (small): not at --help's start (commands/__init__.py)
 
     print("\n" + "\n".join(summary_lines(session, ended)), flush=True)
 

@@ -17,7 +17,7 @@ import sys
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.invocation import PROG_ENV, prog
-from harness.tasks import TaskError, load_task
+from harness.authoring.tasks import TaskError, load_task
 
 DEFAULT_PORT = 8000
 TUI_COMMANDS = ("run", "sessions resume")

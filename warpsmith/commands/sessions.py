@@ -1,23 +1,23 @@
 """`warpsmith sessions list | show ID | resume ID | export ID -o FILE`.
 
-ID is a session's id, `latest`, or a unique prefix or part of one (harness.session.find_session)."""
+ID is a session's id, `latest`, or a unique prefix or part of one (harness.sessions.session.find_session)."""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
 
-from harness.journal import results_rows
-from harness.session import Session, SessionError, list_sessions, no_sessions_message
+from harness.sessions.journal import results_rows
+from harness.sessions.session import Session, SessionError, list_sessions, no_sessions_message
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from warpsmith.commands.run import check_agent_spec, check_pack_selection, open_tui, run_headless
 from harness.evaluate.sandbox import from_cli
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 from harness.invocation import command
-from harness.packs import discover
-from harness.tasks import TaskError, load_task
+from harness.authoring.packs import discover
+from harness.authoring.tasks import TaskError, load_task
 
 
 ID_HELP = "a session id, `latest`, or a unique prefix or part of one (e.g. its tag: 3583)"
@@ -85,7 +85,7 @@ def cmd_show(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
-    from harness.session_view import print_show  # rich (~25 ms): not at --help's start (commands/__init__.py)
+    from harness.sessions.session_view import print_show  # rich (~25 ms): not at --help's start (commands/__init__.py)
 
     print_show(s)
     return 0
@@ -145,7 +145,7 @@ def cmd_resume(args) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
-    from harness.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
+    from harness.sessions.summary import resume_command  # (small): not at --help's start (commands/__init__.py)
 
     done = iterations_already_run(s, cfg.iterations)
     if done is not None:
@@ -203,8 +203,8 @@ def cmd_export(args) -> int:
     s = _open(args.id)
     if s is None:
         return 2
-    # With per-bucket keeps, export_session writes a dispatcher; else the best kernel (harness/dispatch.py).
-    from harness.dispatch import export_session  # ~15 ms: not at --help's start (commands/__init__.py)
+    # With per-bucket keeps, export_session writes a dispatcher; else the best kernel (harness/model/dispatch.py).
+    from harness.model.dispatch import export_session  # ~15 ms: not at --help's start (commands/__init__.py)
 
     out = Path(args.output)
     if not out.parent.is_dir():

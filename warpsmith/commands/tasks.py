@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from harness.tasks import DSLS, Task, TaskError, list_tasks, load_task
+from harness.authoring.tasks import DSLS, Task, TaskError, list_tasks, load_task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,7 +54,7 @@ def _follow_up(rest: str) -> str:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from harness.newtask import NewTaskError, Request, create  # torch (seconds): only when a task is made
+    from harness.authoring.newtask import NewTaskError, Request, create  # torch (seconds): only when a task is made
 
     # What the task was made by, recorded in its task.toml (the words typed after the program's name).
     made_by = _follow_up("tasks new " + " ".join(shlex.quote(a) for a in sys.argv[3:]) if sys.argv[1:3] == [
@@ -98,7 +98,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from harness.task_validate import validate  # runs the reference (torch): only here
+    from harness.authoring.task_validate import validate  # runs the reference (torch): only here
 
     try:
         v = validate(args.name)

@@ -28,7 +28,7 @@ import triton.language as tl
 def _baseline():
     here = Path(sys.modules["warpsmith_task_reference"].__file__).resolve().parent / "kernel.py"
     if not here.is_file():
-        from harness.tasks import find_task_dir
+        from harness.authoring.tasks import find_task_dir
 
         here = find_task_dir("dsv4_csa_decode") / "kernel.py"
     spec = importlib.util.spec_from_file_location("csa_baseline_for_stale_entries", here)

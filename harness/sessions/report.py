@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.dispatch import dispatch_table
+from harness.model.dispatch import dispatch_table
 from harness.evaluate.records import ShapeResult, Verdict
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 from harness.invocation import command
-from harness.tasks import TaskError, load_task
-from harness.workspace import unified_diff
+from harness.authoring.tasks import TaskError, load_task
+from harness.sessions.workspace import unified_diff
 
 OUTCOME_COLORS = {"kept": "#2a9d8f", "kept for buckets": "#8ab17d", "reverted": "#e9c46a",
                   "incorrect": "#e76f51", "crashed": "#6d597a"}

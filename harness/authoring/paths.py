@@ -20,8 +20,8 @@ def config_dir() -> Path:
 
 # A wheel ships the checkout's top-level kernels/ and packs/ inside the harness package (setup.py
 # maps them there); a checkout or an editable install reads them where people edit them.
-_INSTALLED_DATA = Path(__file__).resolve().parent / "_builtin"
-_CHECKOUT = Path(__file__).resolve().parent.parent
+_INSTALLED_DATA = Path(__file__).resolve().parents[1] / "_builtin"
+_CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def builtin_dir(name: str) -> Path:

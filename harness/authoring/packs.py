@@ -20,17 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.hardware import (ARCH_RE, detect as _detect, match_hardware,  # ARCH_RE: sm_90a, sm_89, gfx942
+from harness.authoring.hardware import (ARCH_RE, detect as _detect, match_hardware,  # ARCH_RE: sm_90a, sm_89, gfx942
                               validate_hardware)
 from harness.invocation import command
-from harness.paths import builtin_dir, user_packs_dir
+from harness.authoring.paths import builtin_dir, user_packs_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILTIN_PACKS = builtin_dir("packs")
 ENTRY_POINT_GROUP = "warpsmith.packs"
 KINDS = ("hardware", "model", "rules")
@@ -523,7 +523,7 @@ def discover(extra_paths: Iterable[Path] = ()) -> Catalog:
 
 def detect_gpu() -> tuple[str | None, str | None]:
     """(arch like 'sm_90' or 'gfx942', device name like 'NVIDIA H200') of GPU 0, or (None, None)
-    without a GPU (harness/hardware.py's detect says how it knows)."""
+    without a GPU (harness/authoring/hardware.py's detect says how it knows)."""
     d = _detect()
     return d.arch, d.name
 
@@ -537,7 +537,7 @@ def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = No
                               ) -> tuple[list[str], list[str]]:
     """The default pack ids for a task on this GPU, and notes saying why (or why not).
 
-    - hardware: harness.hardware.match_hardware: the pack whose applies_to.arch has the GPU's target
+    - hardware: harness.authoring.hardware.match_hardware: the pack whose applies_to.arch has the GPU's target
       (sm_90, gfx942) and, when it lists applies_to.gpu, whose gpu names the device (H100 and H200
       are both sm_90; an A30 is sm_80 but no A100);
     - model packs the task names (task.toml `models`), and model packs whose applies_to.task

@@ -51,8 +51,8 @@ from types import ModuleType
 from typing import Any, Callable
 
 from harness.invocation import command as warpsmith_command
-from harness.tasks import DSLS, DTYPES, TaskError, check_baseline_defines_entry, load_module, load_task
-from harness.tomlkeys import closest
+from harness.authoring.tasks import DSLS, DTYPES, TaskError, check_baseline_defines_entry, load_module, load_task
+from harness.authoring.tomlkeys import closest
 
 INTERP_ELEMENTS = 4096  # the largest input of an interpreter shape: Triton's interpreter runs ~1000x slower
 # Tolerances by dtype before the output's own scale tightens atol: a kernel computing in fp32 and
@@ -619,7 +619,7 @@ def render_toml(name: str, summary: str, dsl: str, entry: str, dtypes: list[str]
         lines += ["", "# Shapes no [[shapes]] lists, drawn anew every evaluation from these inclusive ranges",
                   "# (correctness only; capped at 256 MiB of inputs on the GPU, the interpreter shapes' sizes there).",
                   "[heldout]"] + [f"{k} = [{lo}, {hi}]" for k, (lo, hi) in heldout.items()]
-    lines += ["", "# What a caller may pass (harness/contract.py): a PyTorch function takes any strides, so every",
+    lines += ["", "# What a caller may pass (harness/authoring/contract.py): a PyTorch function takes any strides, so every",
               "# 2-D+ tensor is also passed as a view of a wider tensor and transposed. Narrow it if your callers don't.",
               "[contract]"]
     for a in args:

@@ -29,10 +29,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from harness.dispatch import bucket_keeps, export_session
+from harness.model.dispatch import bucket_keeps, export_session
 from harness.evaluate.process import scrubbed_env
 from harness.evaluate.sandbox import confine
-from harness.tasks import Task, TaskError, load_module, load_task
+from harness.authoring.tasks import Task, TaskError, load_module, load_task
 
 Timer = Callable[[Callable[[], Any], int], list[float]]  # (step, reps) -> per-rep microseconds
 MIN_NOISE_BAND = 0.02  # never call a <2% e2e difference a loss: CUDA-graph replays still jitter this much
@@ -107,7 +107,7 @@ class CudaGraphTimer:
         self.graphs: dict[Any, Any] = {}
 
     def _graph(self, step: Callable[[], Any]):
-        from harness.measure import capture_graph  # (light; torch inside it, only when a workload runs)
+        from harness.profiling.measure import capture_graph  # (light; torch inside it, only when a workload runs)
 
         key = step  # bound methods compare by (instance identity, function): one graph per workload
         if key not in self.graphs:
@@ -279,9 +279,9 @@ def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float
     the child's environment is scrubbed of credentials as the evaluator's is. Same dict as e2e_check;
     a crash or timeout comes back as a rejection (`e2e-crash`)."""
     on_gpu = _default_device().startswith("cuda")
-    cmd = [sys.executable, "-m", "harness.e2e", str(task.root), str(Path(candidate).resolve()),
+    cmd = [sys.executable, "-m", "harness.model.e2e", str(task.root), str(Path(candidate).resolve()),
            str(Path(incumbent).resolve()), json.dumps(kernel_speedup)]
-    cwd = str(Path(__file__).resolve().parent.parent)
+    cwd = str(Path(__file__).resolve().parents[2])
     argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, candidate, incumbent], cwd)
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=cwd)
@@ -300,7 +300,7 @@ def run_e2e_check(task: Task, candidate: Path, incumbent: Path, timeout_s: float
 
 
 def _child_main(argv: list[str]) -> int:
-    """`python -m harness.e2e TASK_DIR CANDIDATE INCUMBENT KERNEL_SPEEDUP_JSON`: one JSON line out."""
+    """`python -m harness.model.e2e TASK_DIR CANDIDATE INCUMBENT KERNEL_SPEEDUP_JSON`: one JSON line out."""
     task_dir, cand, inc, ks = argv
     task = load_task(task_dir, check_null=False)
     if not task.e2e and (task.root / "e2e.py").is_file():

@@ -38,8 +38,8 @@ from typing import Any
 # Which buckets a verdict wins lives in harness/evaluate/buckets.py (the keep policy reads it there, and
 # evaluate imports nothing of the session); re-exported here, where per-bucket keeps use it.
 from harness.evaluate.buckets import BucketResult, bucket_results, shape_dims, winning_buckets  # noqa: F401
-from harness.history import SessionHistory
-from harness.tasks import Bucket, Shape, Task, TaskError, compare, load_module, load_task
+from harness.sessions.history import SessionHistory
+from harness.authoring.tasks import Bucket, Shape, Task, TaskError, compare, load_module, load_task
 
 BUCKET_REF_PREFIX = "refs/buckets/"
 BUCKET_KEPT_PREFIX = "refs/kept-buckets/"

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import tally_outcome
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 
 # The journal's schema version, in a first record {"kind": "JournalSchema", "version": N} written when a
 # journal is created. Journals written before it have none: version 0, the same records (they load as

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.tasks import Task, TaskError, find_task_dir, load_task, unknown_key_errors
+from harness.authoring.tasks import Task, TaskError, find_task_dir, load_task, unknown_key_errors
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -108,7 +108,7 @@ def _run_bytes_moved(task: Task, bm) -> list[str]:
 
 def _source_changed(task: Task) -> list[str]:
     """The function a task was made from, changed in its file since (a task keeps its copy: say so)."""
-    from harness.newtask import function_segment, sha256_of  # (newtask is the scaffolder: only here)
+    from harness.authoring.newtask import function_segment, sha256_of  # (newtask is the scaffolder: only here)
 
     src = task.source
     if src is None or not src.file or not src.sha256:

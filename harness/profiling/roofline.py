@@ -35,7 +35,7 @@ def hardware_bandwidth(pack: Any) -> float | None:
     """The pack's HBM bandwidth in TB/s (None: not a hardware pack, or it states none)."""
     if getattr(pack, "kind", None) != "hardware":
         return None
-    from harness.hardware import specs_of  # [specs] mem_tb_s, the older hbm_tb_s read as the same
+    from harness.authoring.hardware import specs_of  # [specs] mem_tb_s, the older hbm_tb_s read as the same
 
     v = specs_of(getattr(pack, "raw", {}) or {}).get("mem_tb_s")
     return v if v and v > 0 else None

@@ -28,7 +28,7 @@ is wrong on a case, or raises on it, is rejected with the item's rule (CASE_RULE
 The views are filled with values a caller could have (the rest of a wider tensor holds other rows'
 values, not NaN): a kernel that sniffed for a test's padding would learn nothing from it.
 
-torch is imported inside the functions that build tensors: every command imports harness.tasks,
+torch is imported inside the functions that build tensors: every command imports harness.authoring.tasks,
 which imports this module for the schema, and torch takes seconds to load.
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ CASE_RULES = {"layout": "contract-strides", "mask": "contract-masks", "values": 
 ERRORS = ("elements", "rows")
 _DTYPES = ("task", "float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8", "bool",
            "int")
-# The keys of [contract] and of each [contract.inputs.NAME] (harness.tasks checks a task.toml's keys against them).
+# The keys of [contract] and of each [contract.inputs.NAME] (harness.authoring.tasks checks a task.toml's keys against them).
 INPUT_KEYS = ("dtype", "layouts", "masks", "max_abs", "min_abs")
 KEYS = ("error", "row_rtol", "invariants", "inputs")
 

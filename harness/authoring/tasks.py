@@ -19,21 +19,21 @@ from types import ModuleType
 from typing import Any
 
 from harness import sourcefile
-from harness.contract import INPUT_KEYS as CONTRACT_INPUT_KEYS
-from harness.contract import INVARIANTS, Contract, ContractError, check_against_inputs, reference_params, row_errors
-from harness.contract import KEYS as CONTRACT_KEYS
-from harness.contract import apply as apply_contract
-from harness.contract import describe as describe_case
-from harness.contract import parse as parse_contract
-from harness.paths import builtin_dir
-from harness.tomlkeys import Array, OpenTable, Table, closest, line_of, unknown_keys
+from harness.authoring.contract import INPUT_KEYS as CONTRACT_INPUT_KEYS
+from harness.authoring.contract import INVARIANTS, Contract, ContractError, check_against_inputs, reference_params, row_errors
+from harness.authoring.contract import KEYS as CONTRACT_KEYS
+from harness.authoring.contract import apply as apply_contract
+from harness.authoring.contract import describe as describe_case
+from harness.authoring.contract import parse as parse_contract
+from harness.authoring.paths import builtin_dir
+from harness.authoring.tomlkeys import Array, OpenTable, Table, closest, line_of, unknown_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILTIN_KERNELS = builtin_dir("kernels")
 DSLS = ("triton", "cute", "cuda")
 DTYPES = ("bfloat16", "float16", "float32")
@@ -150,7 +150,7 @@ class Task:
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     interpreter_call_timeout_s: float = DEFAULT_INTERPRETER_CALL_TIMEOUT_S
     heldout: HeldOut | None = None  # [heldout]: ranges of the shapes checked but never listed
-    # [contract]: what a caller may pass and how an output is judged (harness.contract)
+    # [contract]: what a caller may pass and how an output is judged (harness.authoring.contract)
     contract: Contract = field(default_factory=Contract)
     source: Source | None = None  # [source]: the PyTorch function the task was made from
     raw: dict[str, Any] = field(default_factory=dict)
@@ -562,7 +562,7 @@ def _contract(data: dict, path: Path, ref: ModuleType, text: str = "") -> Contra
 
 def check_contract(task: Task, ref_mod: ModuleType | None = None) -> None:
     """Refuse a contract the reference's inputs contradict (a dtype, a layout or a mask they can't
-    take; harness.contract.check_against_inputs), and a contract case no kernel could pass: its
+    take; harness.authoring.contract.check_against_inputs), and a contract case no kernel could pass: its
     reference output has NaN or Inf on an interpreter shape."""
     import torch  # ~1 s: only when a task is checked (as check_hard_cases)
 
@@ -721,7 +721,7 @@ def compare(task: Task, ref_mod: ModuleType, out: Any, expected: Any, inputs: tu
             idx = tuple(int(j) for j in bad.nonzero()[0])
             return (f"output {i}: {int(bad.sum())} of {bad.numel()} elements off; first at {idx}: "
                     f"got {of[idx].item():.6g}, expected {ef[idx].item():.6g} (atol {tol.atol}, rtol {tol.rtol})")
-        # Judged at the output's own scale too, where the contract says so (harness.contract).
+        # Judged at the output's own scale too, where the contract says so (harness.authoring.contract).
         contract = task.contract
         if contract.error == "rows" and ef.is_floating_point():
             err = row_errors(of, ef, tol.atol, contract.row_rtol or tol.rtol)

@@ -1,10 +1,10 @@
 """One fold of a session's journal into what happened: its steps, decisions, keeps and bucket keeps.
 
-The journal (harness/journal.py) is a list of records; every reader wants the same few answers from
+The journal (harness/sessions/journal.py) is a list of records; every reader wants the same few answers from
 it (which iterations started, what each candidate was, its verdict, who decided what, what is left
 undecided). They are folded here, once, and read by the loop's resume, the TUI, the headless run's
 resume and summary, results.tsv, `sessions show/resume`, the report, the per-bucket keeps and routing
-table (harness.dispatch) and the pack selection a resume takes up (Session.journalled_packs).
+table (harness.model.dispatch) and the pack selection a resume takes up (Session.journalled_packs).
 
 A decision is read with the proposal and verdict known when it was journalled (`decided`, in journal
 order): results.tsv and the loop's history are that view. `steps` holds the latest of each record

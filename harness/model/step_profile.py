@@ -1,6 +1,6 @@
 """Where a model step spends its time: the task's end-to-end workload, broken down kernel by kernel.
 
-`harness.profile` answers "is this kernel memory-, compute- or launch-bound?" shape by shape. This
+`harness.profiling.profile` answers "is this kernel memory-, compute- or launch-bound?" shape by shape. This
 module answers the question a person asks before naming the next idea: in one step of the model
 the kernel lives in (the task's `e2e` workload: dsv4_decode_step, the softmax/rmsnorm decoder
 block), which work dominates, how much is launch gaps or un-graphed work, and what would the whole
@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.e2e import CudaGraphTimer, GraphCaptureError, load_kernel, load_workload_module
-from harness.profile import NCU_METRICS, Ceilings, classify, measure_ceilings, ncu_metrics, profile_task
-from harness.tasks import load_task
+from harness.model.e2e import CudaGraphTimer, GraphCaptureError, load_kernel, load_workload_module
+from harness.profiling.profile import NCU_METRICS, Ceilings, classify, measure_ceilings, ncu_metrics, profile_task
+from harness.authoring.tasks import load_task
 
-# torch, and harness.e2e which loads kernels with it, stay inside the functions that measure: start-up time
+# torch, and harness.model.e2e which loads kernels with it, stay inside the functions that measure: start-up time
 # (torch takes seconds, and tui/screens/profile.py imports this module for its data classes).
 
 STEP_RANGE = "warpsmith::step"
@@ -80,7 +80,7 @@ class StepProfile:
     workload: str  # the workload's own description
     device: str
     measured: bool  # False: no GPU, expectations from a hardware pack only
-    ceilings: dict | None  # harness.profile.Ceilings as a dict, or None (no pack, no GPU)
+    ceilings: dict | None  # harness.profiling.profile.Ceilings as a dict, or None (no pack, no GPU)
     rows: list[StepRow]
     step_us: float | None = None  # the step as served: CUDA-graph replay if it captures, else eager
     eager_us: float | None = None
@@ -93,7 +93,7 @@ class StepProfile:
     launches: float | None = None  # GPU kernels per eager step
     note: str = ""
     candidate: str = ""  # what was plugged in for the task: a commit or a file
-    kernel_shapes: list = field(default_factory=list)  # the task's kernel alone, shape by shape (harness.profile)
+    kernel_shapes: list = field(default_factory=list)  # the task's kernel alone, shape by shape (harness.profiling.profile)
     ncu: dict = field(default_factory=dict)  # counters of the task's kernel on its largest shape, or {"note": why not}
 
     def to_json(self) -> dict[str, Any]:
@@ -478,7 +478,7 @@ _STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
 
 def kernel_shapes(task: Any, candidate: Path, ceilings: Ceilings | None, measured: bool) -> list[dict]:
-    """harness.profile's per-shape rows for the task's kernel (measured on a GPU; else expected)."""
+    """harness.profiling.profile's per-shape rows for the task's kernel (measured on a GPU; else expected)."""
     if ceilings is None:
         return []
     p = profile_task(task, candidate, ceilings=ceilings, use_ncu=False)
@@ -637,16 +637,16 @@ def prompt_section(p: StepProfile, limit: int = 5) -> str:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    """`python -m harness.step_profile TASK [CANDIDATE] [--pack ID] [-o FILE]`: the TUI runs the
+    """`python -m harness.model.step_profile TASK [CANDIDATE] [--pack ID] [-o FILE]`: the TUI runs the
     profile in this separate process, so a candidate's import never shares the UI's process."""
     # Local: only this entry point parses arguments or reads packs (the TUI imports the module for its
     # data classes); pack_ceilings is imported here because profile_step's parameter has its name.
     import argparse
 
-    from harness.packs import discover
-    from harness.profile import pack_ceilings
+    from harness.authoring.packs import discover
+    from harness.profiling.profile import pack_ceilings
 
-    ap = argparse.ArgumentParser(prog="python -m harness.step_profile")
+    ap = argparse.ArgumentParser(prog="python -m harness.model.step_profile")
     ap.add_argument("task")
     ap.add_argument("candidate", nargs="?")
     ap.add_argument("--pack", default="")

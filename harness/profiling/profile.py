@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.hardware import specs_of
-from harness.tasks import Shape, Task, load_module, load_task
+from harness.authoring.hardware import specs_of
+from harness.authoring.tasks import Shape, Task, load_module, load_task
 
 LAUNCH_BOUND_SHARE = 0.5  # launch cost + gaps at least half the time: fusing/graphs matter more than the kernel
 NEAR_CEILING = 0.7  # at 70% of a ceiling a kernel is bound by it
@@ -101,7 +101,7 @@ def classify(bytes_moved: float | None, flops: float | None, us: float | None, c
 # -- ceilings -----------------------------------------------------------------------------------
 
 def pack_ceilings(pack: Any) -> tuple[Ceilings | None, str]:
-    """Spec-sheet ceilings from a hardware pack's [specs] (a harness.packs.Pack), for expectations
+    """Spec-sheet ceilings from a hardware pack's [specs] (a harness.authoring.packs.Pack), for expectations
     only, and a phrase saying where they came from or why there are none."""
     specs = specs_of(pack.raw)
     missing = [k for k in ("mem_tb_s", "bf16_dense_tflops") if not specs.get(k)]
@@ -186,8 +186,8 @@ def ncu_metrics(task: Task, candidate: Path, shape: Shape, timeout_s: int = 300,
     if ncu is None:
         return None
     cmd = [ncu, "--csv", "--metrics", ",".join(metrics), "--launch-skip", "3", "--launch-count", "1",
-           sys.executable, "-m", "harness.profile", "--ncu-child", str(task.root), str(candidate), json.dumps(shape.dims)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+           sys.executable, "-m", "harness.profiling.profile", "--ncu-child", str(task.root), str(candidate), json.dumps(shape.dims)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
@@ -328,8 +328,8 @@ def run_profile(task: Task, candidate: Path | None = None, timeout_s: float = 60
     except Exception:
         on_gpu = False
     path = Path(candidate).resolve() if candidate else task.baseline_path
-    cmd = [sys.executable, "-m", "harness.profile", "--child", str(task.root), str(path)]
-    cwd = str(Path(__file__).resolve().parent.parent)
+    cmd = [sys.executable, "-m", "harness.profiling.profile", "--child", str(task.root), str(path)]
+    cwd = str(Path(__file__).resolve().parents[2])
     argv, env, cleanup = confine(cmd, scrubbed_env(on_gpu=on_gpu), on_gpu, [task.root, path], cwd)
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=cwd)

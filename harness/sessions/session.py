@@ -1,10 +1,10 @@
 """A session folder: `.warpsmith/sessions/<id>/` under the current directory.
 
     session.json    what was asked for (task, agent, packs, options), written once, updated on change
-    journal.jsonl   every event, append-only (harness.journal); the pack selection is its last
+    journal.jsonl   every event, append-only (harness.sessions.journal); the pack selection is its last
                     PacksSelected record (session.json's `packs` mirrors it)
     results.tsv     the table view of the journal
-    repo/           git: candidates on refs/candidates/NNNN, best on refs/heads/best (harness.workspace)
+    repo/           git: candidates on refs/candidates/NNNN, best on refs/heads/best (harness.sessions.workspace)
     transcripts/    each LLM proposal's prompt, reasoning and answer
 """
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.events import PacksSelected
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 from harness.invocation import command
-from harness.journal import Journal, write_results_tsv
-from harness.packs import Selection
-from harness.workspace import Workspace
+from harness.sessions.journal import Journal, write_results_tsv
+from harness.authoring.packs import Selection
+from harness.sessions.workspace import Workspace
 
 
 def sessions_root(base: Path | None = None) -> Path:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.evaluate.records import Verdict
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 from harness.invocation import command
 from harness.rich_console import command_console, print_wide
 

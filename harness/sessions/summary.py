@@ -8,11 +8,11 @@ from collections import Counter
 
 from harness.evaluate.records import Verdict
 from harness.evaluate.verdict import OUTCOMES
-from harness.history import SessionHistory
+from harness.sessions.history import SessionHistory
 from harness.invocation import command
-from harness.journal import results_rows
-from harness.roofline import MIN_ROOFLINE_US, NEAR_PCT, BucketRoof, bucket_roof
-from harness.tasks import TaskError, load_task
+from harness.sessions.journal import results_rows
+from harness.profiling.roofline import MIN_ROOFLINE_US, NEAR_PCT, BucketRoof, bucket_roof
+from harness.authoring.tasks import TaskError, load_task
 
 
 def _best_lines(h: SessionHistory | list[dict]) -> list[str]:
@@ -75,10 +75,10 @@ def _roof_text(roof: BucketRoof) -> str:
 
 def _roofline_lines(session, h: SessionHistory) -> list[str]:
     """Per bucket of the task (or for the best kernel, without buckets): the kernel that runs there
-    at the end (harness.dispatch's routing, as `sessions export` writes it) and how far it is from
+    at the end (harness.model.dispatch's routing, as `sessions export` writes it) and how far it is from
     the roofline: % of copy bandwidth on each timed shape; the figure is the lowest over the shapes
-    whose roofline time is at least MIN_ROOFLINE_US (harness.roofline), as the tuner's stop rule."""
-    from harness.dispatch import dispatch_table, shape_dims  # (the dispatcher's writer): only at a summary
+    whose roofline time is at least MIN_ROOFLINE_US (harness.profiling.roofline), as the tuner's stop rule."""
+    from harness.model.dispatch import dispatch_table, shape_dims  # (the dispatcher's writer): only at a summary
 
     verdicts = {it: st.verdict for it, st in h.steps.items() if st.verdict is not None}
     if not any((v or {}).get("timing_available") for v in verdicts.values()):
