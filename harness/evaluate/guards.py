@@ -187,7 +187,7 @@ def wrap_manual_seed_as_dynamo_does() -> None:
     function carries its own disabled form, so it carries itself (nothing here is compiled). Dynamo,
     imported later, sees manual_seed already wrapped and leaves it. The cached attribute is in the
     identity snapshot. A torch without `_disable_dynamo` is left as it is."""
-    import torch
+    import torch  # (child start-up: torch loads after this module, in the timed preload)
 
     raw = getattr(torch.random, "manual_seed", None)
     if raw is None or torch.manual_seed is not raw or not hasattr(torch, "_disable_dynamo"):
