@@ -14,9 +14,10 @@ import anthropic
 import httpx2
 
 from harness.agents.base import AgentEvent, ProposalContext, ReasoningChunk
-from harness.agents.llm import (SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, AgentConfigError,
-                                Answer, Conversation, Failure, LLMAgent, ToolCall, cancel_watch,
-                                config_path, provider_config, resolve_key)
+from harness.agents.config import AgentConfigError, config_path, provider_config, resolve_key
+from harness.agents.extract import SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, ToolCall
+from harness.agents.llm import Answer, Conversation, LLMAgent, cancel_watch
+from harness.agents.retry import Failure
 
 DEFAULT_MODEL = "claude-opus-5-5"
 # Models that predate adaptive thinking take {"type": "enabled", "budget_tokens": N}; the newer ones

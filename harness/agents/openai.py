@@ -19,9 +19,10 @@ import httpx2
 import openai
 
 from harness.agents.base import AgentEvent, ProposalContext, ReasoningChunk
-from harness.agents.llm import (SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, AgentConfigError,
-                                Answer, Conversation, Failure, LLMAgent, ProviderError, ToolCall,
-                                cancel_watch, config_path, provider_config, resolve_key)
+from harness.agents.config import AgentConfigError, config_path, provider_config, resolve_key
+from harness.agents.extract import SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, ToolCall
+from harness.agents.llm import Answer, Conversation, LLMAgent, cancel_watch
+from harness.agents.retry import Failure, ProviderError
 
 DEFAULT_MODEL = "gpt-5.5"
 

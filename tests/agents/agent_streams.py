@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 import httpx2
 
 from harness.agents.base import ReasoningChunk
-from harness.agents.llm import RetryPolicy
+from harness.agents.retry import RetryPolicy
 
 FAST = RetryPolicy(max_retries=3, base_s=0.001, cap_s=0.01)
 CANDIDATE = (Path(__file__).parent / "data" / "softmax_candidate.py").read_text()

@@ -8,7 +8,7 @@ import pytest
 from agent_streams import (CANDIDATE, FAST, Script, Slow, chat_events, collect, error, of, ok_stream, reasoning,
                            responses_events, sse, timeout, tool_args)
 from harness.agents.base import Exhausted, Notice, Proposal, ReasoningChunk, UsageReport
-from harness.agents.llm import Budget
+from harness.agents.budget import Budget
 from harness.agents.openai import OpenAIAgent, OpenAICompatAgent, ThinkSplitter, normalize_base_url
 
 KEY = "sk-proj-test-0123456789abcdef"
