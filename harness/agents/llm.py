@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generator, Iterator
 
-from harness.agents.base import AgentEvent, Exhausted, Notice, Proposal, ProposalContext, UsageReport
+import httpx2
+
+from harness.agents.base import (AgentEvent, Exhausted, Notice, Proposal, ProposalContext, ReasoningChunk,
+                                 UsageReport)
 from harness.agents.budget import Budget, PriceTable
 from harness.agents.config import config_path, redact
 from harness.agents.extract import SUBMIT_TOOL_NAME, ExtractionError, ToolCall, extract_candidate, feedback_for
@@ -100,6 +103,16 @@ def cancel_watch(cancel: threading.Event, stream: Any) -> Iterator[None]:
         yield
     finally:
         done.set()
+
+
+def http_timeout(read_s: float) -> httpx2.Timeout:
+    """The SDK clients' timeouts: `read_s` is the longest wait for the next chunk of a stream."""
+    return httpx2.Timeout(connect=15.0, read=read_s, write=60.0, pool=60.0)
+
+
+def tool_chunk(name: str, arguments: str) -> ReasoningChunk:
+    """What the reasoning pane shows for a tool call: its name and size, not the source it carries."""
+    return ReasoningChunk(f"\n[{name}: {len(arguments):,} chars]\n", "tool")
 
 
 # Where harness.prompt's user part stops being the same from one iteration to the next: the packs and

@@ -136,6 +136,18 @@ def test_compat_streams_reasoning_content_and_tool_call(ctx):
     assert not [n for n in of(events, Notice) if "price" in n.message]
 
 
+def test_compat_counts_cached_and_reasoning_tokens_and_replays_a_feedback_round(ctx):
+    script = Script(sse(chat_events(text="no code, sorry", cached=2500, reasoning_tokens=700)),
+                    sse(chat_events(tool_args_json=tool_args(), usage=False)))
+    events = collect(compat(script), ctx)
+    [u] = of(events, UsageReport)
+    assert (u.input_tokens, u.cached_tokens, u.output_tokens, u.reasoning_tokens) == (3000, 2500, 1200, 700)
+    second = script.bodies[1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[1] == {"role": "user", "content": ctx.prompt} and second[2]["content"] == "no code, sorry"
+    assert len(of(events, Proposal)) == 1
+
+
 def test_compat_asks_the_server_for_its_model(ctx):
     models = httpx2.Response(200, json={"object": "list", "data": [{"id": "Qwen/Qwen3-Coder", "object": "model",
                                                                    "created": 0, "owned_by": "vllm"}]})
