@@ -71,4 +71,3 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
         if s and len(s) >= 8:
             text = text.replace(s, "[redacted]")
     return text
-

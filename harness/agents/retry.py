@@ -2,7 +2,8 @@
 long to wait before the next try (the server's retry-after, else backoff with jitter).
 
 Both provider SDKs run with their own retries off; LLMAgent (llm.py) retries with this, so that every
-retry is a visible Notice.
+retry is a visible Notice. Only llm.py and the provider modules import this one, so the HTTP client
+it needs (httpx2) is no dependency of the tuner, the registry or the preflight.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import httpx2
+
 
 @dataclass
 class RetryPolicy:

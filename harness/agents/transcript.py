@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.agents.config import redact
 
+
 class Transcript:
     """One proposal's prompt, reasoning and answer as Markdown, written when the proposal ends
     (a finally block, so a cancelled or failed proposal is on disk too). Keys are redacted."""
