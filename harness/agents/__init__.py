@@ -1,4 +1,16 @@
-"""Who proposes a candidate: the keyless parameter-search tuner (tuner*.py, tune*.py), the scripted
-agent that replays candidate files (script.py), the LLM agent over the Anthropic and OpenAI SDKs or an
-OpenAI-compatible server (llm.py, anthropic.py, openai.py), the registry that picks one from the
-options, and the preflight that checks a key or URL before a session starts."""
+"""The proposers: everything that answers "give me one candidate" for the loop, and nothing of the loop.
+
+    base.py                 the protocol every agent speaks (ProposalContext in, a stream of AgentEvents out)
+    registry.py             `--agent SPEC` -> an agent; preflight.py: can that spec start? (no SDK, no request)
+    script.py               replays a folder of prepared candidates
+    tuner.py                the offline default: a search over declared knobs and variants, with its parts
+                            tunespace.py, tuner_knobs.py, tunemodel.py, tunesearch.py, tuneideas.py
+    llm.py                  the LLM agent's propose() state machine, that the providers plug into:
+                            anthropic.py (Messages API), openai.py (Responses API, OpenAI-compatible servers)
+    config.py, budget.py    what the LLM agents share: config file and keys, prices and the session's budget,
+    retry.py, extract.py,   sorting failures and waiting to retry, the candidate out of an answer,
+    transcript.py           the Markdown transcript of a proposal
+
+Only the provider modules import an SDK, and only they, llm.py and retry.py the HTTP client (httpx2): the tuner,
+the registry and the preflight run where neither is installed.
+"""

@@ -14,9 +14,10 @@ import anthropic
 import httpx2
 
 from harness.agents.base import AgentEvent, ProposalContext, ReasoningChunk
-from harness.agents.llm import (SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, AgentConfigError,
-                                Answer, Conversation, Failure, LLMAgent, ToolCall, cancel_watch,
-                                config_path, provider_config, resolve_key)
+from harness.agents.config import AgentConfigError, config_path, provider_config, resolve_key
+from harness.agents.extract import SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, ToolCall
+from harness.agents.llm import Answer, Conversation, LLMAgent, cancel_watch, http_timeout, tool_chunk
+from harness.agents.retry import Failure
 
 DEFAULT_MODEL = "claude-opus-5-5"
 # Models that predate adaptive thinking take {"type": "enabled", "budget_tokens": N}; the newer ones
@@ -59,8 +60,7 @@ class AnthropicAgent(LLMAgent):
         # Ask for summarized thinking where the field exists (newer models may default to omitting it);
         # older models never had it. A model that refuses it gets it dropped once (_on_bad_request).
         self._display = default_thinking(model) == "adaptive"
-        timeout = httpx2.Timeout(connect=15.0, read=float(read_timeout_s or section.get("read_timeout_s", 300)),
-                                 write=60.0, pool=60.0)
+        timeout = http_timeout(float(read_timeout_s or section.get("read_timeout_s", 300)))
         self.client = anthropic.Anthropic(api_key=key, base_url=base_url or section.get("base_url") or None,
                                           max_retries=0, timeout=timeout, http_client=http_client)
 
@@ -143,7 +143,7 @@ class AnthropicAgent(LLMAgent):
                     if b and b["type"] == "tool_use":
                         call = ToolCall(b["name"], "".join(b["json"]), b["id"])
                         answer.tool_calls.append(call)
-                        yield ReasoningChunk(f"\n[{call.name}: {len(call.arguments):,} chars]\n", "tool")
+                        yield tool_chunk(call.name, call.arguments)
                 elif kind == "message_delta":
                     if event.delta.stop_reason:
                         answer.stop_reason = event.delta.stop_reason

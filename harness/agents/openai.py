@@ -19,15 +19,31 @@ import httpx2
 import openai
 
 from harness.agents.base import AgentEvent, ProposalContext, ReasoningChunk
-from harness.agents.llm import (SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, AgentConfigError,
-                                Answer, Conversation, Failure, LLMAgent, ProviderError, ToolCall,
-                                cancel_watch, config_path, provider_config, resolve_key)
+from harness.agents.config import AgentConfigError, config_path, provider_config, resolve_key
+from harness.agents.extract import SUBMIT_TOOL_DESCRIPTION, SUBMIT_TOOL_NAME, SUBMIT_TOOL_SCHEMA, ToolCall
+from harness.agents.llm import Answer, Conversation, LLMAgent, cancel_watch, http_timeout, tool_chunk
+from harness.agents.retry import Failure, ProviderError
 
 DEFAULT_MODEL = "gpt-5.5"
 
 
-def _timeout(read_s: float) -> httpx2.Timeout:
-    return httpx2.Timeout(connect=15.0, read=read_s, write=60.0, pool=60.0)
+def _messages(conv: Conversation) -> list[dict]:
+    """The prompt and each feedback round as role/content messages, a form both OpenAI APIs take."""
+    items: list[dict] = [{"role": "user", "content": conv.prompt}]
+    for turn in conv.turns:
+        items.append({"role": "assistant", "content": turn.assistant})
+        items.append({"role": "user", "content": turn.feedback})
+    return items
+
+
+def _count(answer: Answer, input_tokens: int | None, output_tokens: int | None, input_details: Any,
+           output_details: Any) -> None:
+    """Usage as both OpenAI APIs report it (Responses: input_tokens; Chat Completions: prompt_tokens, the
+    same figures under other names): input counts the cached tokens, output the reasoning ones."""
+    answer.input_tokens = input_tokens or 0
+    answer.output_tokens = output_tokens or 0
+    answer.cached_tokens = getattr(input_details, "cached_tokens", 0) or 0
+    answer.reasoning_tokens = getattr(output_details, "reasoning_tokens", 0) or 0
 
 
 class OpenAIAgent(LLMAgent):
@@ -51,20 +67,13 @@ class OpenAIAgent(LLMAgent):
         # base_url: argument, then config, then OPENAI_BASE_URL (which the SDK reads itself).
         self.client = openai.OpenAI(api_key=key, base_url=base_url or section.get("base_url") or None,
                                     max_retries=0,
-                                    timeout=_timeout(float(read_timeout_s or section.get("read_timeout_s", 300))),
+                                    timeout=http_timeout(float(read_timeout_s or section.get("read_timeout_s", 300))),
                                     http_client=http_client)
-
-    def _input(self, conv: Conversation) -> list[dict]:
-        items: list[dict] = [{"role": "user", "content": conv.prompt}]
-        for turn in conv.turns:
-            items.append({"role": "assistant", "content": turn.assistant})
-            items.append({"role": "user", "content": turn.feedback})
-        return items
 
     def request_params(self, ctx: ProposalContext, conv: Conversation) -> dict:
         params: dict[str, Any] = {
             "model": self.model,
-            "input": self._input(conv),
+            "input": _messages(conv),
             "tools": [{"type": "function", "name": SUBMIT_TOOL_NAME, "description": SUBMIT_TOOL_DESCRIPTION,
                        "parameters": SUBMIT_TOOL_SCHEMA, "strict": True}],
             "tool_choice": "auto",
@@ -118,7 +127,7 @@ class OpenAIAgent(LLMAgent):
                                   "args": event.item.arguments}
                     if key not in order:
                         order.append(key)
-                    yield ReasoningChunk(f"\n[{event.item.name}: {len(event.item.arguments):,} chars]\n", "tool")
+                    yield tool_chunk(event.item.name, event.item.arguments)
                 elif kind in ("response.completed", "response.incomplete"):
                     self._take_usage(event.response, answer)
                     if kind == "response.incomplete":
@@ -148,14 +157,9 @@ class OpenAIAgent(LLMAgent):
     @staticmethod
     def _take_usage(response: Any, answer: Answer) -> None:
         u = getattr(response, "usage", None)
-        if u is None:
-            return
-        answer.input_tokens = u.input_tokens or 0
-        answer.output_tokens = u.output_tokens or 0
-        itd = getattr(u, "input_tokens_details", None)
-        answer.cached_tokens = (getattr(itd, "cached_tokens", 0) or 0) if itd is not None else 0
-        otd = getattr(u, "output_tokens_details", None)
-        answer.reasoning_tokens = (getattr(otd, "reasoning_tokens", 0) or 0) if otd is not None else 0
+        if u is not None:
+            _count(answer, u.input_tokens, u.output_tokens, getattr(u, "input_tokens_details", None),
+                   getattr(u, "output_tokens_details", None))
 
 
 def normalize_base_url(url: str) -> str:
@@ -233,7 +237,7 @@ class OpenAICompatAgent(LLMAgent):
         self.max_tokens = max_tokens or section.get("max_tokens")
         self._model_lock = threading.Lock()
         self.client = openai.OpenAI(api_key=key or "none", base_url=self.base_url, max_retries=0,
-                                    timeout=_timeout(float(read_timeout_s or section.get("read_timeout_s", 600))),
+                                    timeout=http_timeout(float(read_timeout_s or section.get("read_timeout_s", 600))),
                                     http_client=http_client)
 
     @property
@@ -256,14 +260,8 @@ class OpenAICompatAgent(LLMAgent):
             self.model = ids[0]
 
     def request_params(self, conv: Conversation) -> dict:
-        messages: list[dict] = []
-        if conv.system:
-            messages.append({"role": "system", "content": conv.system})
-        messages.append({"role": "user", "content": conv.prompt})
-        for turn in conv.turns:
-            messages.append({"role": "assistant", "content": turn.assistant})
-            messages.append({"role": "user", "content": turn.feedback})
-        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        system = [{"role": "system", "content": conv.system}] if conv.system else []
+        params: dict[str, Any] = {"model": self.model, "messages": system + _messages(conv)}
         if self._usage_opt_ok:
             params["stream_options"] = {"include_usage": True}
         if self._tools_ok is not False:
@@ -285,11 +283,8 @@ class OpenAICompatAgent(LLMAgent):
                     break
                 if chunk.usage is not None:
                     u = chunk.usage
-                    answer.input_tokens = u.prompt_tokens or 0
-                    answer.output_tokens = u.completion_tokens or 0
-                    ptd, ctd = getattr(u, "prompt_tokens_details", None), getattr(u, "completion_tokens_details", None)
-                    answer.cached_tokens = (getattr(ptd, "cached_tokens", 0) or 0) if ptd else 0
-                    answer.reasoning_tokens = (getattr(ctd, "reasoning_tokens", 0) or 0) if ctd else 0
+                    _count(answer, u.prompt_tokens, u.completion_tokens, getattr(u, "prompt_tokens_details", None),
+                           getattr(u, "completion_tokens_details", None))
                 for choice in chunk.choices:
                     d = choice.delta
                     extra = d.model_extra or {}
@@ -316,7 +311,7 @@ class OpenAICompatAgent(LLMAgent):
                 yield from self._route(answer, channel, text)
         answer.tool_calls = [ToolCall(c["name"], c["args"], c["id"]) for _, c in sorted(calls.items())]
         for c in answer.tool_calls:
-            yield ReasoningChunk(f"\n[{c.name}: {len(c.arguments):,} chars]\n", "tool")
+            yield tool_chunk(c.name, c.arguments)
 
     @staticmethod
     def _route(answer: Answer, channel: str, text: str) -> Iterator[AgentEvent]:

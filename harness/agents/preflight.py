@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from harness.agents.llm import AgentConfigError, provider_config, resolve_key
+from harness.agents.config import AgentConfigError, provider_config, resolve_key
 from harness.agents.registry import parse_spec
 
 KEY_ENV = {"anthropic": ("ANTHROPIC_API_KEY",), "openai": ("OPENAI_API_KEY",)}

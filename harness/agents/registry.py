@@ -8,7 +8,7 @@
 
 Provider modules are imported only when named, so `tuner` runs without the SDKs' import cost.
 Options for LLM agents (budget or budget_usd, transcript_dir, prices, retry, http_client, ...) are
-keyword arguments; tuner and script ignore them. An LLM agent's `budget` (a llm.Budget) is what the
+keyword arguments; tuner and script ignore them. An LLM agent's `budget` (a budget.Budget) is what the
 loop consults: `agent.budget.exhausted`, `agent.budget.spent_usd`.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.base import Agent
-from harness.agents.llm import AgentConfigError, Budget
+from harness.agents.budget import Budget
+from harness.agents.config import AgentConfigError
 from harness.agents.script import ScriptAgent
 
 KINDS = ("tuner", "script:DIR", "anthropic:MODEL", "openai:MODEL", "openai-compat:URL[#MODEL]")

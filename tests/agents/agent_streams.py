@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 import httpx2
 
 from harness.agents.base import ReasoningChunk
-from harness.agents.llm import RetryPolicy
+from harness.agents.retry import RetryPolicy
 
 FAST = RetryPolicy(max_retries=3, base_s=0.001, cap_s=0.01)
 CANDIDATE = (Path(__file__).parent / "data" / "softmax_candidate.py").read_text()
@@ -156,7 +156,8 @@ def chat_chunk(delta: dict, finish: str | None = None, model: str = "fake-coder"
 def chat_events(reasoning: list[str] = ("The baseline loops", " twice over HBM."), text: str | None = None,
                 tool_args_json: str | None = None, reasoning_field: str = "reasoning_content",
                 prompt_tokens: int = 3000, completion_tokens: int = 1200, usage: bool = True,
-                end: bool = True, model: str = "fake-coder") -> list[tuple[None, Any]]:
+                end: bool = True, model: str = "fake-coder", cached: int = 0,
+                reasoning_tokens: int | None = None) -> list[tuple[None, Any]]:
     ev: list[tuple[None, Any]] = [(None, chat_chunk({"role": "assistant", "content": ""}, model=model))]
     for r in reasoning:
         ev.append((None, chat_chunk({reasoning_field: r}, model=model)))
@@ -174,11 +175,12 @@ def chat_events(reasoning: list[str] = ("The baseline loops", " twice over HBM."
         return ev
     ev.append((None, chat_chunk({}, finish, model=model)))
     if usage:
+        u = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "total_tokens": prompt_tokens + completion_tokens, "prompt_tokens_details": {"cached_tokens": cached}}
+        if reasoning_tokens is not None:
+            u["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
         ev.append((None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
-                          "choices": [], "usage": {"prompt_tokens": prompt_tokens,
-                                                   "completion_tokens": completion_tokens,
-                                                   "total_tokens": prompt_tokens + completion_tokens,
-                                                   "prompt_tokens_details": {"cached_tokens": 0}}}))
+                          "choices": [], "usage": u}))
     ev.append((None, "[DONE]"))
     return ev
 

@@ -9,7 +9,7 @@ from agent_streams import (CANDIDATE, FAST, DropAfter, Script, Slow, anthropic_e
                            ok_stream, reasoning, sse, timeout, tool_args)
 from harness.agents.anthropic import AnthropicAgent, default_thinking
 from harness.agents.base import Exhausted, Notice, Proposal, ReasoningChunk, UsageReport
-from harness.agents.llm import Budget
+from harness.agents.budget import Budget
 
 KEY = "sk-ant-test-0123456789abcdef"
 

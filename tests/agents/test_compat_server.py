@@ -10,7 +10,7 @@ from pathlib import Path
 from agent_streams import CANDIDATE, FAST, collect, of, reasoning
 from fake_server import FakeServer
 from harness.agents.base import Notice, Proposal, ReasoningChunk, UsageReport
-from harness.agents.llm import Budget
+from harness.agents.budget import Budget
 from harness.agents.registry import make_agent
 
 

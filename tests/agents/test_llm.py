@@ -10,9 +10,11 @@ import time
 import pytest
 
 from harness.agents.base import UsageReport
-from harness.agents.llm import (AgentConfigError, Budget, ExtractionError, Price, PriceTable, RetryPolicy, ToolCall,
-                                Transcript, classify, extract_candidate, parse_retry_after, resolve_key,
-                                provider_config)
+from harness.agents.budget import Budget, Price, PriceTable
+from harness.agents.config import AgentConfigError, provider_config, resolve_key
+from harness.agents.extract import ExtractionError, ToolCall, extract_candidate
+from harness.agents.retry import RetryPolicy, classify, parse_retry_after
+from harness.agents.transcript import Transcript
 from harness.agents.registry import AgentSpecError, make_agent, parse_spec
 
 GOOD = "import triton\n\ndef softmax(x):\n    return x\n"

@@ -8,7 +8,7 @@ import pytest
 from agent_streams import (CANDIDATE, FAST, Script, Slow, chat_events, collect, error, of, ok_stream, reasoning,
                            responses_events, sse, timeout, tool_args)
 from harness.agents.base import Exhausted, Notice, Proposal, ReasoningChunk, UsageReport
-from harness.agents.llm import Budget
+from harness.agents.budget import Budget
 from harness.agents.openai import OpenAIAgent, OpenAICompatAgent, ThinkSplitter, normalize_base_url
 
 KEY = "sk-proj-test-0123456789abcdef"
@@ -134,6 +134,18 @@ def test_compat_streams_reasoning_content_and_tool_call(ctx):
     [u] = of(events, UsageReport)
     assert (u.input_tokens, u.output_tokens, u.cost_usd) == (3000, 1200, 0.0)
     assert not [n for n in of(events, Notice) if "price" in n.message]
+
+
+def test_compat_counts_cached_and_reasoning_tokens_and_replays_a_feedback_round(ctx):
+    script = Script(sse(chat_events(text="no code, sorry", cached=2500, reasoning_tokens=700)),
+                    sse(chat_events(tool_args_json=tool_args(), usage=False)))
+    events = collect(compat(script), ctx)
+    [u] = of(events, UsageReport)
+    assert (u.input_tokens, u.cached_tokens, u.output_tokens, u.reasoning_tokens) == (3000, 2500, 1200, 700)
+    second = script.bodies[1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[1] == {"role": "user", "content": ctx.prompt} and second[2]["content"] == "no code, sorry"
+    assert len(of(events, Proposal)) == 1
 
 
 def test_compat_asks_the_server_for_its_model(ctx):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from harness.agents.llm import config_path
+from harness.agents.config import config_path
 from harness.agents.preflight import agent_problem
 
 

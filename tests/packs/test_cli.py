@@ -217,7 +217,7 @@ def test_default_explains_the_selection(capsys):
 def test_WARPSMITH_CONFIG_DIR_holds_the_packs_as_well_as_config_toml(capsys, tmp_path, monkeypatch):
     """One config folder: the variable that moves config.toml and prices.toml moves packs too, for
     `packs new` and for discovery (hardware/model packs and rules packs alike)."""
-    from harness.agents.llm import config_path
+    from harness.agents.config import config_path
     from harness.guard.rules import pack_search_dirs
 
     monkeypatch.setenv("WARPSMITH_CONFIG_DIR", str(tmp_path / "cfg"))

@@ -37,8 +37,9 @@ def key_status(provider: str, cfg: dict) -> str:
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
-    # httpx2 (~50 ms): not at --help's start (commands/__init__.py)
-    from harness.agents.llm import AgentConfigError, PriceTable, config_path, load_config
+    # the agents package is not loaded at --help's start (commands/__init__.py)
+    from harness.agents.budget import PriceTable
+    from harness.agents.config import AgentConfigError, config_path, load_config
 
     try:
         cfg = load_config()
