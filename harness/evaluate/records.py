@@ -1,15 +1,21 @@
 """Typed records of what an evaluation says: Verdict, ShapeResult, Recommendation.
 
-The verdict crosses module lines as a JSON object (the journal's EvalResult, `warpsmith eval --json`,
-pool and Ray workers). These dataclasses read it (`from_json`) and write it back (`to_json`) key for
-key and in the same order, so `json.dumps(Verdict.from_json(d).to_json())` is byte-identical to
-`json.dumps(d)`: consumers of `eval --json` see no change (tests/evaluate/test_records.py). Keys a
-record doesn't name (added by a stage, a later version, an e2e check) travel in `extra`.
+A verdict is a JSON object on the wire only: between the evaluator's child and parent, from pool
+and Ray workers, `warpsmith eval --json`, and in the journal's bytes (the EvalResult line). It is
+read into a `Verdict` once where it comes off the wire (the loop, when a backend hands it over;
+`SessionHistory.fold`, when a journal is loaded; the eval command), and from there to the journal's
+writer, the TUI, the headless printer, the report and the deciders it travels as this record. These
+dataclasses read it (`from_json`) and write it back (`to_json`) key for key and in the same order, so
+`json.dumps(Verdict.from_json(d).to_json())` is byte-identical to `json.dumps(d)`: consumers of
+`eval --json` and old journals see no change (tests/evaluate/test_records.py,
+tests/spine/test_verdict_journal.py). Keys a record doesn't name (added by a stage, a later version,
+an e2e check, the backend's `worker`, the loop's `incumbent_commit`) travel in `extra`.
 
-Readers outside harness/evaluate read `Verdict.from_json(v).geomean_speedup`, not `v.get(...)`: a key an
-old journal (or a lost worker's verdict) lacks gets the one default named here, the same in every
-reader (tests/spine/test_history.py). The evaluator's stages still build the verdict as a dict: it is
-the wire format, and `to_json` only writes the keys it read.
+A key a verdict lacks (an old journal, a lost worker's verdict) gets the one default named here, the
+same in every reader (tests/spine/test_history.py); the facts readers derive from a verdict again and
+again (its outcome, why it can't be kept, the buckets its recommendation names) are its properties.
+The evaluator's stages still build the verdict as a dict: it is the wire format, and `to_json` only
+writes the keys it read.
 """
 from __future__ import annotations
 
@@ -257,7 +263,3 @@ def as_verdict(v: "dict | Verdict | None") -> Verdict:
     if isinstance(v, Verdict):
         return v
     return Verdict.from_json(v) if v else Verdict.empty()
-
-
-def as_shape(s: "dict | ShapeResult") -> ShapeResult:
-    return s if isinstance(s, ShapeResult) else ShapeResult.from_json(s)

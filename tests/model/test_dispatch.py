@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness import dispatch as d
+from harness.evaluate.records import Verdict
 from harness.session import Session
 
 from model_helpers import ONEPASS, partial_win, shape_row, verdict
@@ -43,7 +44,7 @@ def test_keep_for_buckets_writes_journal_then_refs(task, session):
     ws = session.workspace
     commit = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
     best_before = ws.best
-    rec = d.keep_for_buckets(session, 1, commit, ["short rows", "mid rows"], task, partial_win())
+    rec = d.keep_for_buckets(session, 1, commit, ["short rows", "mid rows"], task, Verdict.from_json(partial_win()))
     assert ws.best == best_before  # best does not move: elsewhere the incumbent still runs
     refs = ws.refs("refs/buckets")
     assert refs == {"refs/buckets/short-rows": commit, "refs/buckets/mid-rows": commit}
@@ -205,7 +206,7 @@ def test_dispatcher_graph_capturable_and_costs_nothing_over_what_it_routes_to(ta
 def _request(v, action="revert", can_keep=True):
     from harness.loop import DecisionRequest
 
-    return DecisionRequest(3, "c0ffee", "one pass", v, action, "slower overall", can_keep)
+    return DecisionRequest(3, "c0ffee", "one pass", Verdict.from_json(v), action, "slower overall", can_keep)
 
 
 def test_keep_buckets_auto_decider(task):
@@ -270,7 +271,7 @@ def test_a_kernel_is_routed_only_the_lengths_it_was_checked_on(task, session, tm
     assert res["short rows"].checked == [1, 1000] and res["mid rows"].checked == [4096, 32768]
     ws = session.workspace
     onepass = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
-    d.keep_for_buckets(session, 1, onepass, ["short rows", "mid rows"], task, v)
+    d.keep_for_buckets(session, 1, onepass, ["short rows", "mid rows"], task, Verdict.from_json(v))
     out = tmp_path / "checked.py"
     assert d.export_session(session, out, task) == 0
     mod = _import(out, "exported_checked")
