@@ -185,10 +185,7 @@ def test_dispatcher_graph_capturable_and_costs_nothing_over_what_it_routes_to(ta
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from bench.dispatch import build_session, measure_dispatcher
+    from harness.dispatch_measure import build_session, measure_dispatcher
 
     session = build_session(task, [task.baseline_path, ONEPASS], task.shapes, tmp_path)
     if not d.bucket_keeps(session):
@@ -201,6 +198,40 @@ def test_dispatcher_graph_capturable_and_costs_nothing_over_what_it_routes_to(ta
         assert r["dispatch_us"] <= routed * 1.05 + 1.0, r
         if r["routed"] != "default":
             assert r["dispatch_us"] <= r["default_us"] * 1.05 + 1.0, r
+
+
+def test_a_measured_session_keeps_per_bucket_journals_typed_verdicts_and_its_dispatcher_routes(task, tmp_path):
+    """harness/dispatch_measure.py on a CPU with canned times (bench/dispatch.py's steps, without a GPU):
+    the one-pass kernel, faster only where rows are short, is kept for that bucket alone; the session's
+    journal holds each measurement as a verdict the fold reads back; the exported dispatcher routes
+    each shape and is correct on it."""
+    from harness.dispatch_measure import build_session, measure_dispatcher
+    from harness.history import SessionHistory
+
+    def canned(fn, inputs, device):
+        assert device == "cpu"
+        short = inputs[0].shape[-1] <= 1024
+        us = 10.0 if fn.__module__ == "warpsmith_bench_k1" and short else 20.0
+        return us, us, None
+
+    shapes = task.interpreter_shapes  # short rows (96), odd rows (1000): short; long row (20000): mid
+    said: list[str] = []
+    session = build_session(task, [ONEPASS], shapes, tmp_path, device="cpu", timer=canned, say=said.append)
+    assert said[-1] == "  onepass.py: wins ['short rows']"
+    assert [r["buckets"] for r in d.bucket_keeps(session)] == [["short rows"]]
+    h = SessionHistory.of(session)
+    v = h.steps[1].verdict
+    assert isinstance(v, Verdict) and v.accepted and v.timing_available and v.geomean_speedup == pytest.approx(2 ** (2 / 3))
+    assert [(s.name, s.speedup) for s in v.shapes] == [("short rows", 2.0), ("odd rows", 2.0), ("long row", 1.0)]
+    assert [type(e).__name__ for e in h.events()] == ["CandidateProposed", "EvalResult", "Decision", "BucketKeep"]
+    assert h.decided[0].action == "revert" and session.workspace.best == session.workspace.baseline
+
+    out = tmp_path / "measured.py"
+    assert d.export_session(session, out, task) == 0
+    rows = measure_dispatcher(task, out, shapes, device="cpu", timer=canned)
+    assert [(r["shape"], r["bucket"], r["routed"].split(" (")[0]) for r in rows] == [
+        ("short rows", "short rows", "iter 1"), ("odd rows", "short rows", "iter 1"), ("long row", "mid rows", "default")]
+    assert all(r["correct"] and r["graph_ok"] for r in rows), rows
 
 
 def _request(v, action="revert", can_keep=True):
