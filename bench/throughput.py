@@ -113,12 +113,12 @@ def run_backend(task, spec: str, folder: Path, proposals: int, options: EvalOpti
 
     def emit(e):
         if isinstance(e, ev.EvalResult):
-            verdicts[e.iteration] = e.verdict
-            # One line per verdict as it lands: a run cut short by a time limit still tells something.
             v = e.verdict
+            verdicts[e.iteration] = v.to_json()  # (this bench's report is JSON: the verdict's wire form)
+            # One line per verdict as it lands: a run cut short by a time limit still tells something.
             print(f"  [{spec} +{time.monotonic() - t1:6.1f}s] candidate {e.iteration}: "
-                  f"{'accepted' if v.get('accepted') else 'rejected at ' + str(v.get('stage'))} "
-                  f"in {v.get('wall_s')}s on {(v.get('worker') or {}).get('name', '?')}", flush=True)
+                  f"{'accepted' if v.accepted else 'rejected at ' + v.stage_shown} "
+                  f"in {v.wall_s}s on {(v.extra.get('worker') or {}).get('name', '?')}", flush=True)
 
     agent = ScriptAgent(folder)
     n = len(agent.files)

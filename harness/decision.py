@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.evaluate.records import Recommendation
+from harness.evaluate.records import Verdict
 
 
 @dataclass
@@ -15,7 +15,7 @@ class DecisionRequest:
     iteration: int
     commit: str
     description: str
-    verdict: dict
+    verdict: Verdict
     action: str  # recommended: keep | revert
     reason: str
     can_keep: bool
@@ -47,7 +47,6 @@ class AutoDecider:
     def decide(self, request: DecisionRequest) -> DecisionReply:
         # A recommendation may name buckets to keep the candidate for (a geomean win that slows a
         # protected shape: harness.evaluate.keep_policy); following it keeps it for those only.
-        rec = Recommendation.of(request.verdict)
-        buckets = rec.buckets if rec is not None else []
+        buckets = request.verdict.keep_buckets
         return DecisionReply(request.action, by="auto", buckets=buckets if request.can_keep else [],
                              reason=f"kept for buckets {', '.join(buckets)} only, as recommended" if buckets else "")

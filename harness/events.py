@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.evaluate.records import Verdict
+
 
 @dataclass(frozen=True)
 class Event:
@@ -100,8 +102,14 @@ class EvalStarted(Event):
 
 @dataclass(frozen=True)
 class EvalResult(Event):
+    """A candidate's verdict, as its typed record; the journal's line holds its JSON object, the bytes
+    the evaluator handed over (Verdict.to_json writes back the keys it read, in their order)."""
+
     iteration: int
-    verdict: dict  # the verdict JSON of the design
+    verdict: Verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, "verdict": self.verdict.to_json(), "kind": "EvalResult"}
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,11 @@ EVENT_TYPES = {cls.__name__: cls for cls in Event.__subclasses__()}
 def from_dict(d: dict[str, Any]) -> Event:
     d = dict(d)
     cls = EVENT_TYPES[d.pop("kind")]
+    if cls is EvalResult:  # the verdict's JSON object read into its record (SessionHistory.fold hands one read)
+        if isinstance(d.get("verdict"), dict):
+            d["verdict"] = Verdict.from_json(d["verdict"])
+        elif not isinstance(d.get("verdict"), Verdict):
+            raise TypeError("an EvalResult record without a verdict object")
     return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 

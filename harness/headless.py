@@ -7,9 +7,9 @@ from typing import Mapping, TextIO
 
 from harness import events as ev
 from harness.model.dispatch import bucket_results
-from harness.evaluate.records import Recommendation, Verdict
+from harness.evaluate.records import Verdict
 from harness.evaluate.sandbox import OFF_BANNER, disabled_by_user
-from harness.evaluate.verdict import BEST_US, CAND_US, cannot_keep_reason
+from harness.evaluate.verdict import BEST_US, CAND_US, cannot_keep_reason  # noqa: F401 (callers import it from here)
 from harness.loop import DecisionReply, DecisionRequest
 
 DIFF_LIMIT = 80  # diff lines shown before a decision; the rest is one git command away
@@ -39,8 +39,8 @@ def _num(v, fmt: str) -> str:
     return format(v, fmt) if isinstance(v, (int, float)) else "-"
 
 
-def shape_table(verdict: dict) -> list[str]:
-    shapes = Verdict.from_json(verdict).shapes
+def shape_table(verdict: Verdict) -> list[str]:
+    shapes = verdict.shapes
     if not shapes:  # stopped before any shape ran: no header without rows
         return []
     ok = max(3, *(len(s.ok_word) for s in shapes))  # "not run" where a shape never ran
@@ -71,7 +71,7 @@ class Printer:
         # What a decision shows besides the events' lines: each candidate's diff against its
         # incumbent (by commit), each iteration's verdict (why it can't be kept).
         self.proposals: dict[str, ev.CandidateProposed] = {}
-        self.verdicts: dict[int, dict] = {}
+        self.verdicts: dict[int, Verdict] = {}
         self.ended: ev.SessionEnded | None = None  # said in the run's summary block (harness.sessions.summary)
 
     def remember(self, e: ev.Event) -> None:
@@ -125,22 +125,23 @@ class Printer:
                 self._line(f"    {s.get('name')}: {s.get('hint')}")
         elif isinstance(e, ev.EvalResult):
             self.remember(e)
-            v = Verdict.from_json(e.verdict)
+            v = e.verdict
             status = "accepted" if v.accepted else f"rejected at {v.stage_shown}"
             g = v.geomean_speedup
             self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
                        + _untimed_note(v) + (", not sandboxed" if v.sandbox is False else ""))
             for r in v.reasons[:8]:
                 self._line(f"    {r.get('rule')}: {r.get('message')}")
-            for row in shape_table(e.verdict):
+            for row in shape_table(v):
                 self._line(row)
         elif isinstance(e, ev.Recommendation):
+            v = self.verdicts.get(e.iteration) or Verdict.empty()
             if e.can_keep:  # (a rejection's reasons are the verdict's lines above: said once)
-                b = (Recommendation.of(self.verdicts.get(e.iteration, {})) or Recommendation()).buckets
+                b = v.keep_buckets
                 what = f"keep for buckets {', '.join(b)}" if b else e.action
                 self._line(f"  [{e.iteration}] recommend {what}: {e.reason}")
             else:
-                self._line(f"  [{e.iteration}] cannot be kept: {cannot_keep_reason(self.verdicts.get(e.iteration, {}))}")
+                self._line(f"  [{e.iteration}] cannot be kept: {v.cannot_keep_reason}")
         elif isinstance(e, ev.Decision):
             extra = " (override)" if e.override else ""
             self._line(f"  [{e.iteration}] decision: {e.action} by {e.by}{extra}" + (f": {e.reason}" if e.reason else ""))
@@ -227,7 +228,7 @@ class StdinDecider:
 
     def decide(self, request: DecisionRequest) -> DecisionReply:
         buckets = bool(self.task is not None and self.task.buckets and request.can_keep)
-        recommended_b = buckets and (Recommendation.of(request.verdict) or Recommendation()).buckets
+        recommended_b = buckets and bool(request.verdict.keep_buckets)
         default = "y" if request.action == "keep" else ("b" if recommended_b else "n")
         self.show_diff(request)
         if request.can_keep:
@@ -237,7 +238,7 @@ class StdinDecider:
                         f"{', b (keep for the buckets it wins)' if buckets else ''}, or Enter for {default}")
         else:
             question = f"  candidate {request.iteration} cannot be kept: revert it? [n (default), or 'n: reason'] "
-            why = cannot_keep_reason(request.verdict)
+            why = request.verdict.cannot_keep_reason
             accepted = "  answer n (revert), n: reason (revert, and tell the agent why), or Enter for n"
         while True:
             word, reason = self._ask(question)

@@ -23,7 +23,7 @@ from harness.decision import veto_reason_of
 from harness.model.dispatch import keep_for_buckets, restore_bucket_refs
 from harness.evaluate.backends import EvalJob, Evaluator, LocalEvaluator, calling, options_dict
 from harness.evaluate.records import Recommendation, Verdict
-from harness.evaluate.verdict import outcome_of  # (here before; callers import it from here)
+from harness.evaluate.verdict import outcome_of  # noqa: F401 (here before; callers import it from here)
 from harness.sessions.history import SessionHistory
 from harness.sessions.inflight import Flight, InFlight
 from harness.sessions.session import Session
@@ -33,9 +33,8 @@ from harness.sessions.workspace import unified_diff
 EvaluateFn = Callable[[Task, Path, Path], dict]
 
 
-def summarize_verdict(verdict: dict) -> str:
+def summarize_verdict(v: Verdict) -> str:
     """The verdict in a line of the agent's history: reasons, rule hits with lines, per-shape times."""
-    v = Verdict.from_json(verdict)
     parts = [f"{r.get('rule')}: {r.get('message')}" for r in v.reasons[:6]]
     parts += [f"line {x.get('line')}: {x.get('rule')}: {x.get('message')}" for x in v.violations[:6]]
     for s in v.shapes:
@@ -45,7 +44,7 @@ def summarize_verdict(verdict: dict) -> str:
             parts.append(f"{s.name}: {s.error}")
     if v.geomean_speedup:
         parts.append(f"geomean speedup {v.geomean_speedup:.3f}x")
-    if "timing_available" in verdict and not v.timing_available:  # (a verdict without the key says nothing)
+    if v.said("timing_available") and not v.timing_available:  # (a verdict without the key says nothing)
         parts.append("timing unavailable on this machine (Triton interpreter)")
     return "; ".join(parts)
 
@@ -72,7 +71,7 @@ class Loop:
 
     What keeps a verdict honest with several in flight:
     - a candidate's commit has its incumbent as parent, journalled (CandidateProposed.incumbent,
-      verdict["incumbent_commit"]); a keepable one whose incumbent has been replaced since is
+      Verdict.incumbent_commit); a keepable one whose incumbent has been replaced since is
       committed again on top of the new best and measured again before the decision is asked;
     - the agent sees the candidates in flight in its history (outcome "in-flight"); a proposal that
       repeats one in flight is asked again (then the iteration is skipped), one that repeats code
@@ -110,7 +109,7 @@ class Loop:
         self.closers: list[Callable[[], None]] = [evaluator.close]  # e.g. the pack watcher's stop, from wiring
         # Applied to each verdict before it is journalled (task, verdict, candidate, incumbent) -> verdict:
         # harness.wiring.e2e_gate in a run; None here, for loops built by hand (tests).
-        self.check_verdict: Callable[[Task, dict, Path, Path], dict] | None = None
+        self.check_verdict: Callable[[Task, Verdict, Path, Path], Verdict] | None = None
         self._measured: dict[tuple[str, str], int] = {}  # (code, incumbent commit) -> iteration
         if evaluator.name != "local":  # where the work runs is worth a line only when it isn't here
             evaluator.add_listener(lambda views: self.emit(ev.WorkerStatus(views), journal=False))
@@ -152,14 +151,14 @@ class Loop:
         for r in h.proposals:
             self.remember(r.get("iteration"), r.get("source", ""), r.get("incumbent", ""))
         for st in h.decided:
-            r, p, v = st.decision, st.proposal or {}, st.verdict or {}
-            outcome = outcome_of(v)
+            r, p, v = st.decision, st.proposal or {}, st.verdict or Verdict.empty()
+            outcome = v.outcome
             if outcome == "accepted":
                 outcome = "kept" if r["action"] == "keep" else "reverted"
             bucket_kept = any(bk.get("iteration") == st.iteration for bk in h.bucket_keeps)
             self.history.append(Attempt(st.iteration, p.get("description", ""), outcome, summarize_verdict(v),
                                         veto_reason_of(r.get("by", "human"), r.get("reason", ""), bucket_kept),
-                                        st.meta, v.get("shapes") or []))
+                                        st.meta, v.shape_dicts))
         last_keep = h.last_keep
         # A kill between journalling a keep and moving the ref: finish the keep now.
         ws = self.session.workspace
@@ -169,7 +168,7 @@ class Loop:
         self.undecided = []
         for st in h.undecided():
             v = st.verdict
-            if v is not None and v.get("incumbent_commit") not in (None, (st.proposal or {}).get("incumbent")):
+            if v is not None and v.incumbent_commit not in (None, (st.proposal or {}).get("incumbent")):
                 v = None  # measured against an older incumbent than the one on record: measure again
             self.undecided.append({"iteration": st.iteration, "proposal": st.proposal, "meta": st.meta, "verdict": v})
 
@@ -261,8 +260,8 @@ class Loop:
             self.history.append(Attempt(it, slot.description, "duplicate",
                                         f"the same code as {slot.twin}; not evaluated again", meta=slot.meta))
         elif slot.state == "ready":
-            verdict = slot.verdict or {}
-            rec = Recommendation.of(verdict) or Recommendation("revert", "no recommendation", False)
+            verdict = slot.verdict or Verdict.empty()
+            rec = verdict.recommended or Recommendation("revert", "no recommendation", False)
             if rec.can_keep and slot.incumbent_commit != ws.best:
                 # Only this thread keeps, so best can't move again before this decision.
                 self.emit(ev.AgentNotice(it, "info", f"candidate {it} was measured against "
@@ -273,7 +272,7 @@ class Loop:
             self._conclude(slot, verdict, rec)
         return True  # (void: the agent stopped or was stopped; nothing to decide)
 
-    def _conclude(self, slot: InFlight, verdict: dict, rec: Recommendation) -> None:
+    def _conclude(self, slot: InFlight, verdict: Verdict, rec: Recommendation) -> None:
         it, ws, commit = slot.iteration, self.session.workspace, slot.commit
         self.emit(ev.Recommendation(it, rec.action, rec.reason, bool(rec.can_keep)))
         request = DecisionRequest(it, commit, slot.description, verdict, rec.action, rec.reason, bool(rec.can_keep))
@@ -292,13 +291,13 @@ class Loop:
         elif getattr(reply, "buckets", None) and request.can_keep:
             # per-bucket keep: best stays, refs/buckets/* move
             keep_for_buckets(self.session, it, commit, reply.buckets, self.task, verdict, by=by, reason=reply.reason)
-        outcome = outcome_of(verdict)
+        outcome = verdict.outcome
         if outcome == "accepted":
             outcome = "kept" if action == "keep" else "reverted"
         bucket_kept = bool(getattr(reply, "buckets", None) and request.can_keep and action != "keep")
         self.history.append(Attempt(it, slot.description, outcome, summarize_verdict(verdict),
                                     veto_reason_of(by, reply.reason, bucket_kept), slot.meta or {},
-                                    verdict.get("shapes") or []))
+                                    verdict.shape_dicts))
 
     # -- proposing: `proposals` threads ----------------------------------------------------------
     def _budget_out(self) -> bool:
@@ -468,12 +467,14 @@ class Loop:
             if slot.incumbent_commit != incumbent or slot.state != "evaluating" or self._ended:
                 return  # a re-measurement replaced this job, or the run is over
             slot.state = "checking"
-        verdict = {**fut.result(), "incumbent_commit": incumbent}
+        verdict: Verdict | None = None
         try:
+            # The backend's JSON object (the wire), read here once: the journal, the UI and the
+            # decision get this record; the journal's line is its JSON again, byte for byte.
+            verdict = Verdict.from_json({**fut.result(), "incumbent_commit": incumbent})
             if self.check_verdict is not None:  # (outside the lock: the end-to-end check takes a while)
                 verdict = self.check_verdict(self.task, verdict, *slot.files)
-            violations = Verdict.from_json(verdict).violations
-            self.emit(ev.StaticResult(slot.iteration, not violations, violations))
+            self.emit(ev.StaticResult(slot.iteration, not verdict.violations, verdict.violations))
             self.emit(ev.EvalResult(slot.iteration, verdict))
         except Exception as e:  # raised by the deciding thread in this candidate's turn
             slot.error = e

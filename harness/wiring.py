@@ -94,13 +94,14 @@ def enforced_rules(session: Session, task: Task, catalog) -> list[str]:
     return [str(p.path) for p in picked if p is not None and p.kind == "rules"]
 
 
-def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dict:
+def e2e_gate(task: Task, v: Verdict, candidate: Path, incumbent: Path) -> Verdict:
     """A kernel that wins alone must win in the task's end-to-end workload too (task.toml `e2e`)
     before it can be kept: run on every verdict that recommends a keep (Loop.check_verdict)."""
-    v = Verdict.from_json(verdict)
-    if task.e2e and v.timing_available and v.recommendation is not None and v.recommendation.action == "keep":
-        verdict = apply_e2e(verdict, run_e2e_check(task, candidate, incumbent, kernel_speedup=v.geomean_speedup))
-    return verdict
+    if task.e2e and v.timing_available and v.recommended is not None and v.recommended.action == "keep":
+        # harness.model.e2e folds its result into the verdict's JSON object, as the evaluator's stages build it
+        e2e = run_e2e_check(task, candidate, incumbent, kernel_speedup=v.geomean_speedup)
+        return Verdict.from_json(apply_e2e(v.to_json(), e2e))
+    return v
 
 
 def last_feedback(history) -> str | None:

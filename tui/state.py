@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from harness import events as ev
 from harness.evaluate.records import Verdict
-from harness.evaluate.verdict import OUTCOMES, tally_outcome
+from harness.evaluate.verdict import OUTCOMES
 from harness.guard.dsl import STATIC_CHECKS
 
 MAX_TURNS = 6  # reasoning turns kept in memory for the screen; the journal keeps them all
@@ -58,8 +58,8 @@ class ModelStats:
     rule_breaks: int = 0  # candidates that hit a forbidden rule
 
 
-def tally_key(verdict: dict, action: str) -> str:
-    return tally_outcome(verdict, action)  # the count results.tsv's outcome column and the headless summary make
+def tally_key(verdict: Verdict, action: str) -> str:
+    return verdict.tally(action)  # the count results.tsv's outcome column and the headless summary make
 
 
 DSL_CHECKS = frozenset(STATIC_CHECKS)  # entry-defined, triton-kernel, triton-launch, cute-launch, ...
@@ -89,10 +89,10 @@ class RunState:
     turns: list[Turn] = field(default_factory=list)
     pruned_turns: int = 0
     candidate: CandidateView | None = None
-    verdict: dict | None = None
+    verdict: Verdict | None = None
     verdict_iteration: int = 0
     recommendation: ev.Recommendation | None = None
-    verdicts: dict[int, dict] = field(default_factory=dict)
+    verdicts: dict[int, Verdict] = field(default_factory=dict)
     tally: Counter = field(default_factory=Counter)
     best_speedup: float = 1.0
     best_history: list[float] = field(default_factory=list)
@@ -106,7 +106,6 @@ class RunState:
     incumbents: dict[int, str] = field(default_factory=dict)  # iteration -> commit it was measured against
     keeps: list[ev.Decision] = field(default_factory=list)  # every keep, in order: the best's lineage
     roof: object | None = None  # harness.profiling.roofline.Roof of the session's hardware pack (set by the bench pane)
-    _typed: dict = field(default_factory=dict, repr=False, compare=False)  # verdict_of's cache
 
     # -- helpers ------------------------------------------------------------------------------
     def turn(self, iteration: int) -> Turn:
@@ -132,13 +131,9 @@ class RunState:
         return any(self.verdict_of(it).timing_available for it in self.verdicts)
 
     def verdict_of(self, iteration: int) -> Verdict:
-        """The iteration's verdict as its typed record (an empty one when there is none), read once:
-        `timed` asks on every redraw."""
-        raw = self.verdicts.get(iteration)
-        hit = self._typed.get(iteration)
-        if hit is None or hit[0] is not raw:
-            hit = self._typed[iteration] = (raw, Verdict.from_json(raw or {}))
-        return hit[1]
+        """The iteration's verdict (an empty one when there is none)."""
+        v = self.verdicts.get(iteration)
+        return v if v is not None else Verdict.empty()
 
     def lineage(self, incumbent: str) -> list[ev.Decision]:
         """The keeps that led to `incumbent`, oldest first (empty: the baseline, or not known)."""
@@ -204,7 +199,7 @@ class RunState:
             self.verdict, self.verdict_iteration = e.verdict, e.iteration
             self.verdicts[e.iteration] = e.verdict
             self.recommendation = None
-            v = Verdict.from_json(e.verdict)
+            v = e.verdict
             if not v.accepted:
                 for r in v.reasons[:6]:
                     self.note(e.iteration, f"rejected at {v.stage_shown}: **{r.get('rule')}**: "
@@ -220,8 +215,7 @@ class RunState:
             self.last_decision = e
             if e.action == "keep":
                 self.keeps.append(e)
-            verdict = self.verdicts.get(e.iteration, {})
-            self.tally[tally_key(verdict, e.action)] += 1
+            self.tally[tally_key(self.verdict_of(e.iteration), e.action)] += 1
             g = self.verdict_of(e.iteration).geomean_speedup
             if e.action == "keep" and isinstance(g, (int, float)) and g > 0:
                 self.best_speedup *= g

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from harness import events as ev
 from harness.agents.script import ScriptAgent
+from harness.evaluate.records import Verdict
 from harness.loop import Decider, DecisionRequest, Loop
 from harness.authoring.packs import Catalog, load_pack
 from harness.sessions.session import Session, SessionMeta, sessions_root
@@ -169,7 +170,8 @@ def make_app(base: Path, *, verdicts: list[dict] | None = None, key_guard_s: flo
 
 
 def demo_events(task: Task, source_old: str, source_new: str, upto: str = "stream") -> list[ev.Event]:
-    """A fixed event sequence for snapshots: iteration 1 kept, iteration 2 mid-stream or deciding."""
+    """A fixed event sequence for snapshots: iteration 1 kept, iteration 2 mid-stream or deciding (the
+    canned verdicts, dicts as an evaluator hands them over, read as the loop reads them)."""
     v1 = verdict(task, timing=True, speedup=1.18)
     v2 = verdict(task, timing=True, speedup=0.97)
     out: list[ev.Event] = [
@@ -178,7 +180,7 @@ def demo_events(task: Task, source_old: str, source_new: str, upto: str = "strea
         ev.Usage(1, 5210, 830, 4096, 512, 0.0213, 0.0213),
         ev.CandidateProposed(1, "a1b2c3d4e5f60718", "BLOCK 2048, 8 warps", unified_diff(source_old, source_new),
                              source_new, "script", "demo", "0000baseline"),
-        ev.StaticResult(1, True), ev.EvalStarted(1), ev.EvalResult(1, v1),
+        ev.StaticResult(1, True), ev.EvalStarted(1), ev.EvalResult(1, Verdict.from_json(v1)),
         ev.Recommendation(1, "keep", v1["recommendation"]["reason"], True), ev.DecisionNeeded(1),
         ev.Decision(1, "keep", "human", False, "", "a1b2c3d4e5f60718", "a1b2c3d4e5f60718"),
         ev.IdeasChanged(["the 32k chunk loads are serial: pipeline them"]),
@@ -191,7 +193,7 @@ def demo_events(task: Task, source_old: str, source_new: str, upto: str = "strea
                 ev.CandidateProposed(2, "b2c3d4e5f6071829", "BLOCK 1024, 2 warps",
                                      unified_diff(source_new, third), third, "script", "demo",
                                      "a1b2c3d4e5f60718"),
-                ev.StaticResult(2, True), ev.EvalStarted(2), ev.EvalResult(2, v2),
+                ev.StaticResult(2, True), ev.EvalStarted(2), ev.EvalResult(2, Verdict.from_json(v2)),
                 ev.Recommendation(2, "revert", v2["recommendation"]["reason"], True), ev.DecisionNeeded(2)]
     return out
 

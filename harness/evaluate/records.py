@@ -1,15 +1,21 @@
 """Typed records of what an evaluation says: Verdict, ShapeResult, Recommendation.
 
-The verdict crosses module lines as a JSON object (the journal's EvalResult, `warpsmith eval --json`,
-pool and Ray workers). These dataclasses read it (`from_json`) and write it back (`to_json`) key for
-key and in the same order, so `json.dumps(Verdict.from_json(d).to_json())` is byte-identical to
-`json.dumps(d)`: consumers of `eval --json` see no change (tests/evaluate/test_records.py). Keys a
-record doesn't name (added by a stage, a later version, an e2e check) travel in `extra`.
+A verdict is a JSON object on the wire only: between the evaluator's child and parent, from pool
+and Ray workers, `warpsmith eval --json`, and in the journal's bytes (the EvalResult line). It is
+read into a `Verdict` once where it comes off the wire (the loop, when a backend hands it over;
+`SessionHistory.fold`, when a journal is loaded; the eval command), and from there to the journal's
+writer, the TUI, the headless printer, the report and the deciders it travels as this record. These
+dataclasses read it (`from_json`) and write it back (`to_json`) key for key and in the same order, so
+`json.dumps(Verdict.from_json(d).to_json())` is byte-identical to `json.dumps(d)`: consumers of
+`eval --json` and old journals see no change (tests/evaluate/test_records.py,
+tests/spine/test_verdict_journal.py). Keys a record doesn't name (added by a stage, a later version,
+an e2e check, the backend's `worker`, the loop's `incumbent_commit`) travel in `extra`.
 
-Readers outside harness/evaluate read `Verdict.from_json(v).geomean_speedup`, not `v.get(...)`: a key an
-old journal (or a lost worker's verdict) lacks gets the one default named here, the same in every
-reader (tests/spine/test_history.py). The evaluator's stages still build the verdict as a dict: it is
-the wire format, and `to_json` only writes the keys it read.
+A key a verdict lacks (an old journal, a lost worker's verdict) gets the one default named here, the
+same in every reader (tests/spine/test_history.py); the facts readers derive from a verdict again and
+again (its outcome, why it can't be kept, the buckets its recommendation names) are its properties.
+The evaluator's stages still build the verdict as a dict: it is the wire format, and `to_json` only
+writes the keys it read.
 """
 from __future__ import annotations
 
@@ -19,6 +25,9 @@ from typing import Any, TypeVar
 R = TypeVar("R", bound="_Record")
 _META = ("extra", "_keys")
 NOT_RUN = "not run"  # how a shape's error starts when the evaluation stopped before it (correctness.py)
+_STAGE_WORDS = {"static": "the static check", "import": "import", "correctness": "the correctness check",
+                "guard": "a runtime guard", "timing": "timing", "e2e": "the end-to-end check"}
+_CRASH_RULES = {"crashed", "timeout", "import-error", "oom"}
 
 
 @dataclass
@@ -75,7 +84,10 @@ class Recommendation(_Record):
         return list(self.extra.get("buckets") or [])
 
     @classmethod
-    def of(cls, verdict: dict) -> "Recommendation | None":
+    def of(cls, verdict: "dict | Verdict") -> "Recommendation | None":
+        """A verdict's recommendation; None when it has none (or something else under the key)."""
+        if isinstance(verdict, Verdict):
+            return verdict.recommended
         rec = verdict.get("recommendation")
         return cls.from_json(rec) if isinstance(rec, dict) else None
 
@@ -138,10 +150,103 @@ class Verdict(_Record):
     extra: dict = field(default_factory=dict, repr=False)
     _keys: list | None = field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def empty(cls) -> "Verdict":
+        """A verdict of no keys, every field its default: what a reader takes where there is none
+        (as the record of `{}`; Verdict() instead says every field)."""
+        v = cls()
+        v._keys = []
+        return v
+
     @property
     def stage_shown(self) -> str:
         """The stage as every reader prints it: "?" for a verdict that names none."""
         return self.stage or "?"
+
+    def said(self, key: str) -> bool:
+        """Whether the verdict as read has `key` (a default stands for a key it lacks; some readers
+        say nothing rather than the default). A Verdict built in code says all its fields."""
+        return key in self._keys if self._keys is not None else key in self._names() or key in self.extra
+
+    @property
+    def recommended(self) -> Recommendation | None:
+        """The recommendation; None when the verdict has none (or something that is no record)."""
+        return self.recommendation if isinstance(self.recommendation, Recommendation) else None
+
+    @property
+    def can_keep(self) -> bool:
+        """The recommendation says the candidate may be kept (False without one)."""
+        return bool(self.recommended is not None and self.recommended.can_keep)
+
+    @property
+    def keep_buckets(self) -> list[str]:
+        """The buckets the recommendation names to keep the candidate for only (harness.evaluate.keep_policy)."""
+        return self.recommended.buckets if self.recommended is not None else []
+
+    @property
+    def incumbent_commit(self) -> str | None:
+        """The commit it was measured against (the loop adds it to the verdict before journalling it)."""
+        return self.extra.get("incumbent_commit")
+
+    @property
+    def partial(self) -> list:
+        """The shapes an accepted verdict skipped (`partial`: a run limited to some shapes)."""
+        return list(self.extra.get("partial") or [])
+
+    @property
+    def shape_dicts(self) -> list[dict]:
+        """The shapes in their wire form: the agents' history (harness.agents.base.Attempt.shapes)."""
+        return [_encode(s) for s in self.shapes]
+
+    @property
+    def rules(self) -> list[str]:
+        """The rules of its reasons, in order, without repeats."""
+        return list(dict.fromkeys(str(r.get("rule", "")) for r in self.reasons or [] if isinstance(r, dict)))
+
+    @property
+    def outcome(self) -> str:
+        """One word for the agent's history: accepted, rejected-static, crashed, incorrect, rejected-STAGE."""
+        if self.accepted:
+            return "accepted"
+        if self.stage == "static":
+            return "rejected-static"
+        if set(self.rules) & _CRASH_RULES or self.stage == "import":
+            return "crashed"
+        if self.stage == "correctness":
+            return "incorrect"
+        return f"rejected-{self.stage or 'unknown'}"
+
+    def tally(self, action: str) -> str:
+        """Its place in the session's tally (harness.evaluate.verdict.OUTCOMES) once decided: kept;
+        else why it went: rejected (a static check, a rule or a guard), incorrect, crashed (or hung),
+        or reverted (correct, and not kept)."""
+        if action == "keep":
+            return "kept"
+        outcome = self.outcome
+        if outcome in ("incorrect", "crashed"):
+            return outcome
+        return "reverted" if outcome == "accepted" else "rejected"
+
+    @property
+    def cannot_keep_reason(self) -> str:
+        """Why a candidate can never be kept, naming the stage and rule that stopped it, e.g.
+        'rejected at the static check (python-syntax, line 38)'. Headless, the TUI and the loop's
+        policy note all say it this way."""
+        if self.partial and self.accepted:
+            return f"not every shape was run (skipped: {', '.join(self.partial)})"
+        stage = str(self.stage or "")
+        where = _STAGE_WORDS.get(stage, stage or "an unknown stage")
+        rules: list[str] = []
+        for rule in self.rules:
+            rule = rule.removeprefix("static:")
+            if rule and rule not in rules:
+                rules.append(rule)
+        if stage == "static":  # locate the first violation: that is where the person looks
+            lines = [v.get("line") for v in self.violations if v.get("severity", "error") == "error"]
+            if rules and lines and lines[0]:
+                rules[0] += f", line {lines[0]}"
+        more = f" and {len(rules) - 3} more" if len(rules) > 3 else ""
+        return f"rejected at {where}" + (f" ({'; '.join(rules[:3])}{more})" if rules else "")
 
     @classmethod
     def _decode(cls, name: str, value: Any) -> Any:
@@ -157,8 +262,4 @@ def as_verdict(v: "dict | Verdict | None") -> Verdict:
     (every field its default). Renderers that take either call this once at the top."""
     if isinstance(v, Verdict):
         return v
-    return Verdict.from_json(v or {})
-
-
-def as_shape(s: "dict | ShapeResult") -> ShapeResult:
-    return s if isinstance(s, ShapeResult) else ShapeResult.from_json(s)
+    return Verdict.from_json(v) if v else Verdict.empty()

@@ -11,6 +11,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from harness.evaluate.records import Verdict, as_verdict
+
 NOISE_FLOOR_PCT = 1.0     # smallest band ever claimed (run-to-run drift a single run can't measure)
 BIG_WIN = 1.5             # wins above this are re-measured in a fresh process before they count
 BOOTSTRAP = 1000
@@ -164,44 +166,15 @@ def recommend(*, correct: bool, guards_ok: bool, timing_available: bool, geomean
 # The per-shape time columns, worded the same wherever a verdict is printed (eval, headless).
 CAND_US, BEST_US = "cand µs", "best µs"
 
-_STAGE_WORDS = {"static": "the static check", "import": "import", "correctness": "the correctness check",
-                "guard": "a runtime guard", "timing": "timing", "e2e": "the end-to-end check"}
+
+def cannot_keep_reason(verdict: "dict | Verdict") -> str:
+    """Why a candidate can never be kept (Verdict.cannot_keep_reason), of a verdict or its wire form."""
+    return as_verdict(verdict).cannot_keep_reason
 
 
-def cannot_keep_reason(verdict: dict) -> str:
-    """Why a candidate can never be kept, naming the stage and rule that stopped it, e.g.
-    'rejected at the static check (python-syntax, line 38)'. Headless, the TUI and the loop's
-    policy note all say it this way."""
-    if verdict.get("partial") and verdict.get("accepted"):
-        return f"not every shape was run (skipped: {', '.join(verdict['partial'])})"
-    stage = str(verdict.get("stage") or "")
-    where = _STAGE_WORDS.get(stage, stage or "an unknown stage")
-    rules: list[str] = []
-    for r in verdict.get("reasons", []):
-        rule = str(r.get("rule", "")).removeprefix("static:")
-        if rule and rule not in rules:
-            rules.append(rule)
-    if stage == "static":  # locate the first violation: that is where the person looks
-        lines = [v.get("line") for v in verdict.get("violations", []) if v.get("severity", "error") == "error"]
-        if rules and lines and lines[0]:
-            rules[0] += f", line {lines[0]}"
-    more = f" and {len(rules) - 3} more" if len(rules) > 3 else ""
-    return f"rejected at {where}" + (f" ({'; '.join(rules[:3])}{more})" if rules else "")
-
-
-def outcome_of(verdict: dict) -> str:
-    """One word for the agent's history: accepted, rejected-static, crashed, incorrect, rejected-STAGE."""
-    if verdict.get("accepted"):
-        return "accepted"
-    stage = verdict.get("stage", "")
-    rules = {r.get("rule", "") for r in verdict.get("reasons", [])}
-    if stage == "static":
-        return "rejected-static"
-    if rules & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
-        return "crashed"
-    if stage == "correctness":
-        return "incorrect"
-    return f"rejected-{stage or 'unknown'}"
+def outcome_of(verdict: "dict | Verdict") -> str:
+    """One word for the agent's history (Verdict.outcome), of a verdict or its wire form."""
+    return as_verdict(verdict).outcome
 
 
 # A session's tally: one of these per decided candidate. results.tsv's `outcome` column, the
@@ -209,14 +182,6 @@ def outcome_of(verdict: dict) -> str:
 OUTCOMES = ("kept", "reverted", "rejected", "incorrect", "crashed")
 
 
-def tally_outcome(verdict: dict, action: str) -> str:
-    """kept; else why it went: rejected (a static check, a rule or a guard), incorrect, crashed
-    (or hung), or reverted (correct, and not kept)."""
-    if action == "keep":
-        return "kept"
-    outcome = outcome_of(verdict)
-    if outcome in ("incorrect", "crashed"):
-        return outcome
-    if outcome == "accepted":
-        return "reverted"
-    return "rejected"
+def tally_outcome(verdict: "dict | Verdict", action: str) -> str:
+    """kept; else why it went (Verdict.tally), of a verdict or its wire form."""
+    return as_verdict(verdict).tally(action)

@@ -38,6 +38,7 @@ from typing import Any
 # Which buckets a verdict wins lives in harness/evaluate/buckets.py (the keep policy reads it there, and
 # evaluate imports nothing of the session); re-exported here, where per-bucket keeps use it.
 from harness.evaluate.buckets import BucketResult, bucket_results, shape_dims, winning_buckets  # noqa: F401
+from harness.evaluate.records import Verdict
 from harness.sessions.history import SessionHistory
 from harness.authoring.tasks import Bucket, Shape, Task, TaskError, compare, load_module, load_task
 
@@ -71,7 +72,7 @@ def _check_bucket_names(task: Task | None, buckets: list[str]) -> None:
 
 
 def keep_for_buckets(session, iteration: int, commit: str, buckets: list[str], task: Task | None = None,
-                     verdict: dict | None = None, by: str = "human", reason: str = "") -> dict:
+                     verdict: Verdict | None = None, by: str = "human", reason: str = "") -> dict:
     """Keep `commit` for `buckets` only: journal a BucketKeep (fsync'd), then move the bucket refs.
 
     `best` does not move: elsewhere the incumbent still runs. Returns the journal record.
@@ -175,7 +176,8 @@ def dispatch_table(session, task: Task, history: SessionHistory | None = None) -
     keep = h.last_keep
     # the latest verdict of the kept iteration (a re-measurement after the keep included)
     keep_verdict = h.steps[keep.get("iteration")].verdict if keep is not None else None
-    best_results = {r.bucket: r.to_dict() for r in bucket_results(task, keep_verdict)} if keep_verdict else {}
+    best_results = ({r.bucket: r.to_dict() for r in bucket_results(task, keep_verdict)}
+                    if keep_verdict is not None else {})
     rows = []
     for b in task.buckets:
         if b.name in latest:

@@ -9,21 +9,27 @@ table (harness.model.dispatch) and the pack selection a resume takes up (Session
 A decision is read with the proposal and verdict known when it was journalled (`decided`, in journal
 order): results.tsv and the loop's history are that view. `steps` holds the latest of each record
 per iteration, including candidates still undecided.
+
+A verdict is read here, once per EvalResult record, into its typed record (harness.evaluate.records):
+every reader of the fold, and the events it hands back, read that `Verdict`; the records themselves
+stay the journal's JSON objects, as written.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
+from harness.evaluate.records import Verdict
+
 
 @dataclass
 class Step:
-    """One iteration's records (the raw journal dicts; None where none was written)."""
+    """One iteration's records (the journal's dicts, its verdict read; None where none was written)."""
 
     iteration: Any  # an int in every journal warpsmith writes; kept as written
     proposal: dict | None = None  # CandidateProposed
     meta: dict = field(default_factory=dict)  # ProposalMeta's "meta"
-    verdict: dict | None = None  # EvalResult's "verdict"
+    verdict: Verdict | None = None  # EvalResult's "verdict", read
     decision: dict | None = None  # Decision
     bucket_keep: dict | None = None  # the last BucketKeep
     packs: list | None = None  # PromptPacks' "packs"
@@ -55,14 +61,15 @@ class SessionHistory:
     session_started: dict = field(default_factory=dict)  # the first SessionStarted record
     # the last PacksSelected record's ids: the selection a resume takes up; None when none was journalled
     packs_selected: list[str] | None = None
+    verdicts: dict[int, Verdict] = field(default_factory=dict, repr=False)  # by index in records: each read once
 
     @classmethod
     def fold(cls, records: Iterable[dict]) -> "SessionHistory":
         h = cls(records=list(records))
         proposed: dict[Any, dict] = {}  # the latest per iteration, for decisions
-        verdicts: dict[Any, dict] = {}
+        verdicts: dict[Any, Verdict | None] = {}
         metas: dict[Any, dict] = {}
-        for r in h.records:
+        for n, r in enumerate(h.records):
             kind, it = r.get("kind"), r.get("iteration")
             if kind == "SessionStarted" and not h.session_started:
                 h.session_started = r
@@ -81,7 +88,10 @@ class SessionHistory:
             elif kind == "ProposalMeta":
                 s.meta = metas[it] = r.get("meta") or {}
             elif kind == "EvalResult":
-                s.verdict = verdicts[it] = r.get("verdict")
+                raw = r.get("verdict")  # (not an object: a record no version wrote; read as not evaluated)
+                s.verdict = verdicts[it] = Verdict.from_json(raw) if isinstance(raw, dict) else None
+                if s.verdict is not None:
+                    h.verdicts[n] = s.verdict
             elif kind == "Decision":
                 s.decision = r
                 if r.get("action") == "keep":
@@ -116,8 +126,10 @@ class SessionHistory:
         from harness import events as ev  # (the loop's events; most readers never need them)
 
         out = []
-        for r in self.records:
+        for n, r in enumerate(self.records):
             if r.get("kind") in ev.EVENT_TYPES:
+                if n in self.verdicts:  # (read by the fold: not read again)
+                    r = {**r, "verdict": self.verdicts[n]}
                 try:
                     out.append(ev.from_dict(r))
                 except TypeError:  # a record from another version of the harness: skip, don't crash

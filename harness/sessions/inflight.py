@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.agents.base import Attempt, code_key
+from harness.evaluate.records import Verdict
 
 
 @dataclass
@@ -30,7 +31,7 @@ class InFlight:
     incumbent_source: str = ""
     agent: Any = None  # the agent that proposed it (set_agent may swap the loop's before it is decided)
     future: Future | None = None
-    verdict: dict | None = None
+    verdict: Verdict | None = None
     files: tuple = ()  # (candidate, incumbent) as written for its evaluation
     twin: str = ""  # state duplicate: what it repeats
     error: Exception | None = None  # state failed: raised when its turn to be decided comes

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.evaluate.records import Verdict
-from harness.evaluate.verdict import tally_outcome
 from harness.sessions.history import SessionHistory
 
 # The journal's schema version, in a first record {"kind": "JournalSchema", "version": N} written when a
@@ -75,10 +74,10 @@ class Journal:
 
 def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """One row per decided iteration: what the person (or policy) did with each candidate, and
-    its outcome in the session's tally (harness.evaluate.verdict.tally_outcome)."""
+    its outcome in the session's tally (Verdict.tally)."""
     rows = []
     for s in SessionHistory.fold(records).decided:
-        r, p, v = s.decision, s.proposal or {}, Verdict.from_json(s.verdict or {})
+        r, p, v = s.decision, s.proposal or {}, s.verdict or Verdict.empty()
         g = v.geomean_speedup
         verdict = "accepted" if v.accepted else f"rejected:{v.stage_shown}"
         rows.append({
@@ -88,7 +87,7 @@ def results_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
             "geomean_speedup": f"{g:.4f}" if isinstance(g, (int, float)) else "n/a",
             "decision": r["action"] + (" (override)" if r.get("override") else ""),
             "description": " ".join(p.get("description", "").split())[:120],
-            "outcome": tally_outcome(s.verdict or {}, r["action"]),
+            "outcome": v.tally(r["action"]),
         })
     return rows
 

@@ -84,8 +84,7 @@ def collect(session, history: SessionHistory | None = None) -> list[Step]:
             s.agent, s.model = r.get("agent", ""), r.get("model", "")
             s.incumbent = r.get("incumbent", "")
         s.reasoning = st.reasoning
-        if st.verdict is not None:
-            s.verdict = Verdict.from_json(st.verdict or {})
+        s.verdict = st.verdict
         if st.decision is not None:
             r = st.decision
             s.action, s.by, s.override, s.reason = r["action"], r.get("by", ""), bool(r.get("override")), r.get("reason", "")

@@ -33,7 +33,7 @@ def candidate_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
                "description": " ".join(str(p.get("description", "")).split()),
                "verdict": "not evaluated", "geomean": "", "decision": "undecided", "by": "", "reason": ""}
         if st.verdict is not None:
-            v = Verdict.from_json(st.verdict or {})
+            v = st.verdict
             row["verdict"] = _verdict(v)
             g = v.geomean_speedup
             row["geomean"] = f"{g:.3f}x" if isinstance(g, (int, float)) else "n/a"

@@ -18,17 +18,17 @@ from harness.authoring.tasks import TaskError, load_task
 def _best_lines(h: SessionHistory | list[dict]) -> list[str]:
     if not isinstance(h, SessionHistory):
         h = SessionHistory.fold(h)
-    verdicts = {it: Verdict.from_json(st.verdict) for it, st in h.steps.items() if st.verdict is not None}
+    verdicts = {it: st.verdict for it, st in h.steps.items() if st.verdict is not None}
     keeps = h.keeps
     timed = any(v.timing_available for v in verdicts.values())
     if not keeps:
         why = "" if timed else "; timing unavailable (no GPU: nothing is kept on speed)" if verdicts else ""
         return [f"  best: the baseline (nothing kept){why}"]
     last = keeps[-1]
-    v = verdicts.get(last.get("iteration")) or Verdict()
+    v = verdicts.get(last.get("iteration")) or Verdict.empty()
     product, known = 1.0, True
     for k in keeps:
-        g = (verdicts.get(k.get("iteration")) or Verdict()).geomean_speedup
+        g = (verdicts.get(k.get("iteration")) or Verdict.empty()).geomean_speedup
         if isinstance(g, (int, float)) and g > 0:
             product *= g
         else:
@@ -81,7 +81,7 @@ def _roofline_lines(session, h: SessionHistory) -> list[str]:
     from harness.model.dispatch import dispatch_table, shape_dims  # (the dispatcher's writer): only at a summary
 
     verdicts = {it: st.verdict for it, st in h.steps.items() if st.verdict is not None}
-    if not any((v or {}).get("timing_available") for v in verdicts.values()):
+    if not any(v.timing_available for v in verdicts.values()):
         return []  # nothing timed (no GPU): no roofline to stand against
     try:
         task = load_task(session.meta.task)
@@ -94,15 +94,15 @@ def _roofline_lines(session, h: SessionHistory) -> list[str]:
             if row.kind == "default":
                 lines.append(f"    {row.bucket.name:<8} nothing kept: the task's default runs there")
                 continue
-            v = Verdict.from_json(verdicts.get(row.iteration) or {})
-            mine = [s.to_json() for s in v.shapes if row.bucket.contains(shape_dims(task, s))]
+            v = verdicts.get(row.iteration) or Verdict.empty()
+            mine = [s.to_json() for s in v.shapes if row.bucket.contains(shape_dims(task, s))]  # (roofline reads dicts)
             roof = bucket_roof(mine, bw)
             who = f"#{row.iteration}" + (" (kept for this bucket)" if row.kind == "bucket-keep" else " (the best)")
             lines.append(f"    {row.bucket.name:<8} {who}: "
                          + (_roof_text(roof) if roof.pcts else "no roofline figure"))
     elif h.keeps:
         it = h.keeps[-1].get("iteration")
-        roof = bucket_roof([s.to_json() for s in Verdict.from_json(verdicts.get(it) or {}).shapes], bw)
+        roof = bucket_roof((verdicts.get(it) or Verdict.empty()).shape_dicts, bw)
         if roof.pcts:
             lines.append(f"    #{it}: " + _roof_text(roof))
     return ["  roofline, per bucket (% of copy bandwidth; the kernel each one runs now):" if task.buckets

@@ -19,6 +19,7 @@ from harness.agents.tunespace import SpaceError, hardware_limits, read_space
 from harness.loop import AutoDecider, Loop
 from harness.sessions.session import Session
 from harness.authoring.tasks import Bucket, load_task
+from harness.evaluate.records import Verdict
 
 TASK = load_task("softmax")
 
@@ -227,7 +228,7 @@ def test_a_bucket_keep_never_replaces_a_faster_holder(tmp_path):
     for sh in slower["shapes"]:
         sh["incumbent_us"], sh["speedup"], sh["winner"] = 30.0, 30.0 / sh["candidate_us"], "candidate"
     dec = KeepBucketsDecider(AutoDecider(), TASK, session=s)
-    reply = dec.decide(DecisionRequest(2, "c", "d", slower, "revert", "r", True))
+    reply = dec.decide(DecisionRequest(2, "c", "d", Verdict.from_json(slower), "revert", "r", True))
     assert "short" not in (reply.buckets or [])  # long still won: 20 us vs 30 us and no holder there
     assert reply.buckets == ["long"] and len(bucket_keeps(s)) == 1
 

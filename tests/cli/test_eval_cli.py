@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.evaluate.records import Verdict
 from warpsmith.cli import main
 from warpsmith.commands.eval import print_table
 
@@ -30,7 +31,7 @@ def _shape(name: str, error: str | None = None) -> dict:
 
 def _text(v: dict) -> str:
     buf = io.StringIO()
-    print_table(v, buf)
+    print_table(Verdict.from_json(v), buf)
     return buf.getvalue()
 
 
@@ -203,6 +204,6 @@ def test_shapes_the_evaluation_stopped_before_say_not_run_not_NO():
     rows = {line.split()[0]: line for line in _text(v).splitlines() if line.startswith("  ") and line.split()}
     assert rows["small"].split()[1] == "NO"
     assert "not run" in rows["big"] and "NO" not in rows["big"] and "not run" in rows["long"]
-    table = shape_table(v)
+    table = shape_table(Verdict.from_json(v))
     assert table[2].split()[1:3] == ["not", "run"] and table[1].split()[1] == "NO"
-    assert [r[1] for r in shape_rows(v)] == ["wrong", "not run", "not run"]
+    assert [r[1] for r in shape_rows(Verdict.from_json(v))] == ["wrong", "not run", "not run"]

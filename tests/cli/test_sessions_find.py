@@ -10,6 +10,7 @@ from harness import events as ev
 from warpsmith.cli import main
 from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, start_session
+from harness.evaluate.records import Verdict
 
 
 @pytest.fixture
@@ -99,20 +100,20 @@ def test_show_is_a_table_of_every_candidate_with_who_decided_and_why(task, tmp_p
     c = [s.workspace.commit_candidate(f"BLOCK = {i}\n", i, f"try {i}") for i in range(1, 6)]
     record(s,
            ev.CandidateProposed(1, c[0], "BLOCK 1024 -> 512", "", ""),
-           ev.EvalResult(1, verdict(True, 1.0351)),
+           ev.EvalResult(1, Verdict.from_json(verdict(True, 1.0351))),
            ev.Decision(1, "keep", "auto", False, "", c[0], c[0]),
            ev.CandidateProposed(2, c[1], "[bold]BLOCK 512 -> 256[/bold]", "", ""),  # text, never markup
-           ev.EvalResult(2, verdict(True, 1.2)),
+           ev.EvalResult(2, Verdict.from_json(verdict(True, 1.2))),
            ev.Decision(2, "revert", "human", False, "too much register pressure", c[1], c[0]),
            ev.CandidateProposed(3, c[2], "torch fallback", "", ""),
-           ev.EvalResult(3, verdict(False, None, "static", "no-torch-fallback")),
+           ev.EvalResult(3, Verdict.from_json(verdict(False, None, "static", "no-torch-fallback"))),
            ev.Decision(3, "revert", "policy", False, "(cannot keep: static)", c[2], c[0]),
            ev.CandidateProposed(4, c[3], "one pass for short rows", "", ""),
-           ev.EvalResult(4, verdict(True, 0.97)),
+           ev.EvalResult(4, Verdict.from_json(verdict(True, 0.97))),
            ev.Decision(4, "revert", "human", False, "kept for the short bucket(s) only", c[3], c[0]),
            ev.BucketKeep(4, c[3], ["short"], "human"),
            ev.CandidateProposed(5, c[4], "num_warps 4 -> 8", "", ""),
-           ev.EvalResult(5, verdict(True, None)))
+           ev.EvalResult(5, Verdict.from_json(verdict(True, None))))
     assert main(["sessions", "show", s.id[:12]]) == 0
     lines = capsys.readouterr().out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["iter", "commit"])
@@ -148,7 +149,7 @@ def test_show_piped_at_80_columns_breaks_no_word(task, tmp_path, capsys, monkeyp
     c = s.workspace.commit_candidate("BLOCK = 1\n", 1, "try")
     reason = "too many rows per program for the long shape; try splitting the row across programs"
     record(s, ev.CandidateProposed(1, c, "tuner: variants/rows.py BLOCK=1024 num_warps=8 num_stages=2", "", ""),
-           ev.EvalResult(1, verdict(False, None, "correctness", "wrong-answer")),
+           ev.EvalResult(1, Verdict.from_json(verdict(False, None, "correctness", "wrong-answer"))),
            ev.Decision(1, "revert", "human", False, reason, c, c))
     assert main(["sessions", "show", s.id]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -18,6 +18,7 @@ from harness.evaluate.correctness import shape_entry
 from harness.evaluate.runner import _finish, _Run
 from harness.evaluate.timing_stage import _summarise
 from harness.authoring.tasks import load_task
+from harness.evaluate.records import Verdict
 
 # Issue 25's finding on the H200: a kernel without tail masks, 1.050x geomean, slower on 3 of 4.
 ISSUE_25 = {"4k x 4k": 0.91, "many short rows": 2.31, "vocab 32k": 0.83, "long rows 128k": 0.70}
@@ -166,13 +167,13 @@ def test_the_bench_pane_and_headless_say_why(softmax):
     rec = v["recommendation"]
     s = RunState(task="softmax")
     s.apply(ev.IterationStarted(1))
-    s.apply(ev.EvalResult(1, v))
+    s.apply(ev.EvalResult(1, Verdict.from_json(v)))
     s.apply(ev.Recommendation(1, rec["action"], rec["reason"], rec["can_keep"]))
     text = "\n".join(t.plain for t in verdict_lines(s))
     assert "recommend KEEP FOR short: keep for bucket short only" in text
     assert re.search(r"long rows 128k \(0\.(69|70)\dx", text)
     out = io.StringIO()
     p = Printer(out)
-    p(ev.EvalResult(1, v))
+    p(ev.EvalResult(1, Verdict.from_json(v)))
     p(ev.Recommendation(1, rec["action"], rec["reason"], rec["can_keep"]))
     assert "[1] recommend keep for buckets short: keep for bucket short only" in out.getvalue()

@@ -72,3 +72,37 @@ def test_a_missing_key_gets_one_default():
         "", "?", False, [], None)
     assert ShapeResult.from_json({}).winner is None and Verdict.from_json({"stage": "timing"}).stage_shown == "timing"
     assert typed.to_json() == {"accepted": False}  # defaults are read, never written
+
+
+def test_what_readers_derive_from_a_verdict_are_its_properties():
+    from harness.evaluate.verdict import cannot_keep_reason, outcome_of, tally_outcome
+
+    static = {"accepted": False, "stage": "static",
+              "reasons": [{"rule": "static:no-torch-fallback", "message": "m"}, {"rule": "no-torch-fallback"}],
+              "violations": [{"rule": "no-torch-fallback", "line": 8, "severity": "error"}]}
+    crashed = {"accepted": False, "reasons": [{"rule": "timeout", "message": "hung"}]}
+    bucketed = {"accepted": True, "stage": "done", "incumbent_commit": "abc",
+                "recommendation": {"action": "revert", "reason": "r", "can_keep": True, "buckets": ["short"]}}
+    partial = {"accepted": True, "partial": ["long row"]}
+    for raw, outcome, revert, why in [
+            (static, "rejected-static", "rejected", "rejected at the static check (no-torch-fallback, line 8)"),
+            (crashed, "crashed", "crashed", "rejected at an unknown stage (timeout)"),
+            (bucketed, "accepted", "reverted", "rejected at done"),
+            (partial, "accepted", "reverted", "not every shape was run (skipped: long row)")]:
+        v = Verdict.from_json(raw)
+        assert (v.outcome, v.tally("revert"), v.tally("keep"), v.cannot_keep_reason) == (outcome, revert, "kept", why)
+        # the evaluator's functions say the same of the wire form
+        assert (outcome_of(raw), tally_outcome(raw, "revert"), cannot_keep_reason(raw)) == (outcome, revert, why)
+    v = Verdict.from_json(bucketed)
+    assert v.keep_buckets == ["short"] and v.can_keep and v.incumbent_commit == "abc" and v.recommended.action == "revert"
+    assert Verdict.from_json(crashed).keep_buckets == [] and not Verdict.from_json(crashed).can_keep
+    odd = Verdict.from_json({"recommendation": "keep"})  # not a record: none, and written back as it was
+    assert odd.recommended is None and odd.to_json() == {"recommendation": "keep"}
+
+
+def test_a_verdict_says_the_keys_it_was_read_with():
+    v = Verdict.from_json({"accepted": True, "shapes": [{"name": "a", "speedup": 1.2, "why": "edge"}]})
+    assert v.said("accepted") and not v.said("timing_available")
+    assert v.shape_dicts == [{"name": "a", "speedup": 1.2, "why": "edge"}]
+    assert not Verdict.empty().said("timing_available") and Verdict.empty().to_json() == {}
+    assert Verdict().said("timing_available")  # built in code: every field is said

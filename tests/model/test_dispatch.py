@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.model import dispatch as d
+from harness.evaluate.records import Verdict
 from harness.sessions.session import Session
 
 from model_helpers import ONEPASS, partial_win, shape_row, verdict
@@ -43,7 +44,7 @@ def test_keep_for_buckets_writes_journal_then_refs(task, session):
     ws = session.workspace
     commit = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
     best_before = ws.best
-    rec = d.keep_for_buckets(session, 1, commit, ["short rows", "mid rows"], task, partial_win())
+    rec = d.keep_for_buckets(session, 1, commit, ["short rows", "mid rows"], task, Verdict.from_json(partial_win()))
     assert ws.best == best_before  # best does not move: elsewhere the incumbent still runs
     refs = ws.refs("refs/buckets")
     assert refs == {"refs/buckets/short-rows": commit, "refs/buckets/mid-rows": commit}
@@ -184,10 +185,7 @@ def test_dispatcher_graph_capturable_and_costs_nothing_over_what_it_routes_to(ta
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from bench.dispatch import build_session, measure_dispatcher
+    from harness.model.dispatch_measure import build_session, measure_dispatcher
 
     session = build_session(task, [task.baseline_path, ONEPASS], task.shapes, tmp_path)
     if not d.bucket_keeps(session):
@@ -202,10 +200,44 @@ def test_dispatcher_graph_capturable_and_costs_nothing_over_what_it_routes_to(ta
             assert r["dispatch_us"] <= r["default_us"] * 1.05 + 1.0, r
 
 
+def test_a_measured_session_keeps_per_bucket_journals_typed_verdicts_and_its_dispatcher_routes(task, tmp_path):
+    """harness/model/dispatch_measure.py on a CPU with canned times (bench/dispatch.py's steps, without a GPU):
+    the one-pass kernel, faster only where rows are short, is kept for that bucket alone; the session's
+    journal holds each measurement as a verdict the fold reads back; the exported dispatcher routes
+    each shape and is correct on it."""
+    from harness.model.dispatch_measure import build_session, measure_dispatcher
+    from harness.sessions.history import SessionHistory
+
+    def canned(fn, inputs, device):
+        assert device == "cpu"
+        short = inputs[0].shape[-1] <= 1024
+        us = 10.0 if fn.__module__ == "warpsmith_bench_k1" and short else 20.0
+        return us, us, None
+
+    shapes = task.interpreter_shapes  # short rows (96), odd rows (1000): short; long row (20000): mid
+    said: list[str] = []
+    session = build_session(task, [ONEPASS], shapes, tmp_path, device="cpu", timer=canned, say=said.append)
+    assert said[-1] == "  onepass.py: wins ['short rows']"
+    assert [r["buckets"] for r in d.bucket_keeps(session)] == [["short rows"]]
+    h = SessionHistory.of(session)
+    v = h.steps[1].verdict
+    assert isinstance(v, Verdict) and v.accepted and v.timing_available and v.geomean_speedup == pytest.approx(2 ** (2 / 3))
+    assert [(s.name, s.speedup) for s in v.shapes] == [("short rows", 2.0), ("odd rows", 2.0), ("long row", 1.0)]
+    assert [type(e).__name__ for e in h.events()] == ["CandidateProposed", "EvalResult", "Decision", "BucketKeep"]
+    assert h.decided[0].action == "revert" and session.workspace.best == session.workspace.baseline
+
+    out = tmp_path / "measured.py"
+    assert d.export_session(session, out, task) == 0
+    rows = measure_dispatcher(task, out, shapes, device="cpu", timer=canned)
+    assert [(r["shape"], r["bucket"], r["routed"].split(" (")[0]) for r in rows] == [
+        ("short rows", "short rows", "iter 1"), ("odd rows", "short rows", "iter 1"), ("long row", "mid rows", "default")]
+    assert all(r["correct"] and r["graph_ok"] for r in rows), rows
+
+
 def _request(v, action="revert", can_keep=True):
     from harness.loop import DecisionRequest
 
-    return DecisionRequest(3, "c0ffee", "one pass", v, action, "slower overall", can_keep)
+    return DecisionRequest(3, "c0ffee", "one pass", Verdict.from_json(v), action, "slower overall", can_keep)
 
 
 def test_keep_buckets_auto_decider(task):
@@ -270,7 +302,7 @@ def test_a_kernel_is_routed_only_the_lengths_it_was_checked_on(task, session, tm
     assert res["short rows"].checked == [1, 1000] and res["mid rows"].checked == [4096, 32768]
     ws = session.workspace
     onepass = ws.commit_candidate(ONEPASS.read_text(), 1, "one pass")
-    d.keep_for_buckets(session, 1, onepass, ["short rows", "mid rows"], task, v)
+    d.keep_for_buckets(session, 1, onepass, ["short rows", "mid rows"], task, Verdict.from_json(v))
     out = tmp_path / "checked.py"
     assert d.export_session(session, out, task) == 0
     mod = _import(out, "exported_checked")

@@ -13,6 +13,7 @@ from harness.headless import Printer
 from harness.loop import AutoDecider, DecisionReply, DecisionRequest
 from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, e2e_gate, start_session
+from harness.evaluate.records import Verdict
 
 TASK = load_task("softmax")
 MATRIX = [dict(auto=auto, keep_buckets=kb, proposals=n, timeout_s=t, iterations=3, agent="tuner")
@@ -71,7 +72,8 @@ def test_keep_buckets_auto_in_the_tui_keeps_a_loser_for_the_buckets_it_wins(tmp_
         verdict = {"accepted": True, "timing_available": True, "shapes": [  # softmax: short [1,1025), mid ...
             {"name": "many short rows", "correct": True, "speedup": 1.4, "candidate_us": 50.0, "incumbent_us": 70.0},
             {"name": "4k x 4k", "correct": True, "speedup": 0.8, "candidate_us": 50.0, "incumbent_us": 40.0}]}
-        reply = loop.decider.decide(DecisionRequest(1, "c" * 40, "d", verdict, "revert", "slower overall", True))
+        reply = loop.decider.decide(DecisionRequest(1, "c" * 40, "d", Verdict.from_json(verdict), "revert",
+                                                    "slower overall", True))
         assert isinstance(reply, DecisionReply) and reply.action == "revert" and reply.buckets == ["short"]
     finally:
         close(loop)

@@ -15,6 +15,7 @@ from harness.loop import AutoDecider, DecisionRequest, Loop
 from harness.authoring.tasks import load_task
 from harness.wiring import RunConfig, start_session
 from harness.sessions.workspace import unified_diff
+from harness.evaluate.records import Verdict
 
 TASK = load_task("softmax", check_null=False)
 BASELINE = TASK.baseline_path.read_text()
@@ -23,7 +24,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def request(action="revert", can_keep=True, verdict=None, commit="c" * 40, iteration=1) -> DecisionRequest:
     v = verdict or {"accepted": True, "stage": "done", "reasons": [], "shapes": []}
-    return DecisionRequest(iteration, commit, "BLOCK 1024 -> 2048", v, action, "no GPU here", can_keep)
+    return DecisionRequest(iteration, commit, "BLOCK 1024 -> 2048", Verdict.from_json(v), action, "no GPU here", can_keep)
 
 
 def ask(answers: str, req: DecisionRequest | None = None, **kw):
@@ -104,7 +105,7 @@ def test_a_candidate_that_cannot_be_kept_is_told_by_the_stage_and_rule_that_stop
 def test_headless_names_the_real_stage_of_an_unkeepable_candidate_and_refuses_y():
     out = io.StringIO()
     printer = Printer(out)
-    printer(ev.EvalResult(1, SYNTAX))
+    printer(ev.EvalResult(1, Verdict.from_json(SYNTAX)))
     printer(ev.Recommendation(1, "revert", "rejected: static:python-syntax: ...", False))
     assert "[1] cannot be kept: rejected at the static check (python-syntax, line 38)" in out.getvalue()
     assert "correctness or a guard" not in out.getvalue()
@@ -163,18 +164,19 @@ def test_headless_and_eval_name_the_time_columns_alike():
 
     shape = {"name": "a", "correct": True, "candidate_us": 1.0, "incumbent_us": 2.0, "speedup": 2.0,
              "noise_pct": 1.0, "roofline_pct": 50.0, "candidate_graph_us": None}
-    headless = shape_table({"shapes": [shape]})[0]
+    headless = shape_table(Verdict.from_json({"shapes": [shape]}))[0]
     buf = io.StringIO()
-    print_table({"accepted": True, "stage": "done", "task": "softmax", "device": "d", "wall_s": 1.0,
-                 "shapes": [shape], "geomean_speedup": 2.0, "noise_band_pct": 1.0, "timing_available": True,
-                 "reasons": [], "notes": [], "recommendation": {"action": "keep", "reason": "faster"}}, buf)
+    print_table(Verdict.from_json({"accepted": True, "stage": "done", "task": "softmax", "device": "d", "wall_s": 1.0,
+                                   "shapes": [shape], "geomean_speedup": 2.0, "noise_band_pct": 1.0,
+                                   "timing_available": True, "reasons": [], "notes": [],
+                                   "recommendation": {"action": "keep", "reason": "faster"}}), buf)
     for words in ("cand µs", "best µs"):
         assert words in headless and words in buf.getvalue()
     assert "inc µs" not in buf.getvalue() and "cand us" not in headless
 
 
 def test_a_verdict_without_shapes_prints_no_empty_table_header():
-    assert shape_table(SYNTAX) == []
+    assert shape_table(Verdict.from_json(SYNTAX)) == []
 
 
 # -- Ctrl+C and resume ----------------------------------------------------------------------------
@@ -305,7 +307,7 @@ def test_keys_typed_at_the_terminal_before_a_question_do_not_answer_it():
     os.write(master, b"y\ny\n")  # typed ahead
     replies = []
     t = threading.Thread(target=lambda: replies.append(StdinDecider(inp, out).decide(
-        DecisionRequest(1, "c0ffee", "desc", {}, "revert", "not faster", True))))
+        DecisionRequest(1, "c0ffee", "desc", Verdict.empty(), "revert", "not faster", True))))
     t.start()
     assert asked.wait(5)
     os.write(master, b"n: Typed After The Question\n")

@@ -63,8 +63,8 @@ def test_a_decision_is_read_with_the_verdict_known_when_it_was_written():
             {"kind": "Decision", "iteration": 1, "action": "keep", "commit": "a" * 40},
             {"kind": "EvalResult", "iteration": 1, "verdict": {"accepted": False, "stage": "timing"}}]
     h = SessionHistory.fold(recs)
-    assert h.decided[0].verdict == {"accepted": True, "geomean_speedup": 1.5}
-    assert h.steps[1].verdict == {"accepted": False, "stage": "timing"}
+    assert h.decided[0].verdict.to_json() == {"accepted": True, "geomean_speedup": 1.5}
+    assert h.steps[1].verdict.to_json() == {"accepted": False, "stage": "timing"}
     assert results_rows(recs)[0]["geomean_speedup"] == "1.5000"
 
 
@@ -116,14 +116,14 @@ def test_a_verdict_without_a_key_reads_with_the_records_one_default_everywhere()
     assert Step(1, verdict=Verdict.from_json(v)).outcome == "crashed"
 
     out = io.StringIO()
-    Printer(out, show_reasoning=False)(ev.EvalResult(1, v))
+    Printer(out, show_reasoning=False)(ev.EvalResult(1, Verdict.from_json(v)))
     assert "[1] verdict: rejected at ?, not timed" in out.getvalue()
     buf = io.StringIO()
-    print_table(v, buf)
+    print_table(Verdict.from_json(v), buf)
     assert buf.getvalue().startswith(": REJECTED at ?  (, 0.0 s)") and "recommendation: revert\n" in buf.getvalue()
 
     state = RunState()
-    state.apply(ev.EvalResult(1, v))
+    state.apply(ev.EvalResult(1, Verdict.from_json(v)))
     assert "rejected at ?: **crashed**" in state.turns[-1].blocks[-1].text
     assert "rejected at ?" in verdict_head(state).plain and not state.timed
     assert "timing unavailable (interpreter)" in [t.plain for t in verdict_lines(state)]

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from harness import events as ev
+from harness.evaluate.records import Verdict
 from tui.screens.history import HistoryScreen
 from tui.testing import (demo_catalog, demo_events, demo_sources, feed, make_session, present_decision,
                          screen_text, softmax_task, static_app, verdict)
@@ -22,7 +23,7 @@ async def deciding(app, pilot, untimed: bool = False) -> None:
     old, new = demo_sources(task)
     events = demo_events(task, old, new, "decide")
     if untimed:  # a machine without a GPU: every verdict without timings
-        events = [dataclasses.replace(e, verdict=verdict(task, timing=False)) if isinstance(e, ev.EvalResult)
+        events = [dataclasses.replace(e, verdict=Verdict.from_json(verdict(task, timing=False))) if isinstance(e, ev.EvalResult)
                   else e for e in events]
     await feed(app, events, {1: old, 2: new})
     present_decision(app, events)
@@ -102,7 +103,7 @@ def session_with_reasons(tmp_path: Path):
         for e in (ev.IterationStarted(i),
                   ev.CandidateProposed(i, c, f"BLOCK {512 * i}, {i} warps", "", "", "script", "demo",
                                        s.workspace.baseline),
-                  ev.EvalResult(i, verdict(task, timing=False)),
+                  ev.EvalResult(i, Verdict.from_json(verdict(task, timing=False))),
                   ev.Decision(i, "revert", "human", False, REASON, c, s.workspace.baseline)):
             s.record(e.to_dict())
     return s

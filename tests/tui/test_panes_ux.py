@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.widgets import DataTable, Sparkline
 
 from harness import events as ev
+from harness.evaluate.records import Verdict
 from tui.state import CandidateView, RunState
 from tui.testing import demo_events, demo_sources, feed, make_app, make_script_dir, screen_text, softmax_task, static_app
 from tui.widgets.bench import BenchPane, verdict_head, verdict_lines
@@ -106,7 +107,7 @@ def _rejected_state(n: int) -> RunState:
                "violations": [{"rule": "no-torch-fallback", "message": m, "line": 30 + i, "col": 5}
                               for i, m in enumerate(msgs)]}
     s.apply(ev.IterationStarted(4))
-    s.apply(ev.EvalResult(4, verdict))
+    s.apply(ev.EvalResult(4, Verdict.from_json(verdict)))
     s.apply(ev.Recommendation(4, "revert", msgs[0], False))
     return s
 

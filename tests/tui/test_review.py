@@ -13,6 +13,7 @@ import torch
 from harness import events as ev
 from harness.authoring.packs import BUILTIN_PACKS, load_pack
 from harness.profiling.roofline import hbm_roof
+from harness.evaluate.records import Verdict
 from tui.screens.history import CandidateScreen, HistoryScreen, history_row
 from tui.state import RunState
 from tui.testing import make_app, make_script_dir, screen_text, softmax_task, verdict
@@ -32,9 +33,9 @@ def test_roofline_pct_is_bytes_over_the_packs_bandwidth_against_the_measured_tim
     shape = next(s for s in task.shapes if s.name == "long rows 128k")
     bytes_moved = 2 * shape.dims["rows"] * shape.dims["cols"] * 2  # read + write, bf16
     floor_us = bytes_moved / 4.8e12 * 1e6
-    fake = {"accepted": True, "timing_available": True, "shapes": [
+    fake = Verdict.from_json({"accepted": True, "timing_available": True, "shapes": [
         {"name": shape.name, "correct": True, "incumbent_us": 300.0, "candidate_us": 250.0,
-         "speedup": 1.2, "noise_pct": 1.0, "roofline_pct": 99.0}]}
+         "speedup": 1.2, "noise_pct": 1.0, "roofline_pct": 99.0}]})
     row = shape_rows(fake, roof)[0]
     assert row[3] == f"{floor_us / 250.0 * 100:.0f}%" == "45%"  # 537 MB in 250 µs; not the verdict's own 99%
     assert roof.pct(shape.name, 250.0) == pytest.approx(floor_us / 250.0 * 100)
@@ -46,10 +47,10 @@ def test_roofline_pct_is_bytes_over_the_packs_bandwidth_against_the_measured_tim
 
 
 def test_a_speedup_inside_its_noise_band_is_marked_and_a_wrong_shape_says_so():
-    v = {"shapes": [{"name": "a", "correct": True, "speedup": 1.01, "noise_pct": 1.5},
-                    {"name": "b", "correct": True, "speedup": 1.05, "noise_pct": 1.5},
-                    {"name": "c", "correct": False, "speedup": None, "noise_pct": None}]}
-    assert [within_noise(s) for s in v["shapes"]] == [True, False, False]
+    v = Verdict.from_json({"shapes": [{"name": "a", "correct": True, "speedup": 1.01, "noise_pct": 1.5},
+                                      {"name": "b", "correct": True, "speedup": 1.05, "noise_pct": 1.5},
+                                      {"name": "c", "correct": False, "speedup": None, "noise_pct": None}]})
+    assert [within_noise(s) for s in v.shapes] == [True, False, False]
     rows = shape_rows(v)
     assert [r[1] for r in rows] == ["~1.010x", "1.050x", "wrong"]
     assert [r[2] for r in rows] == ["±1.5%", "±1.5%", "-"]

@@ -8,6 +8,7 @@ import pytest
 
 from harness import events as ev
 from harness.loop import DecisionReply, DecisionRequest
+from harness.evaluate.records import Verdict
 from tui.decider import DecisionAborted, TuiDecider
 from tui.state import MAX_TURNS, CandidateView, RunState
 from tui.widgets.diff import render_full, render_unified, split_pairs, unified_rows
@@ -16,7 +17,7 @@ from tui_helpers import FakeClock
 
 
 def request(action="keep", can_keep=True, it=1) -> DecisionRequest:
-    return DecisionRequest(it, "c0ffee", "desc", {}, action, "because", can_keep)
+    return DecisionRequest(it, "c0ffee", "desc", Verdict.empty(), action, "because", can_keep)
 
 
 def test_decider_blocks_until_a_reply_and_guards_early_keys():
@@ -119,7 +120,7 @@ def test_state_tally_best_history_and_pruning():
     for it, (v, action) in enumerate([(good, "keep"), (good, "revert"), (static, "revert"),
                                       (wrong, "revert"), (crash, "revert")], 1):
         s.apply(ev.IterationStarted(it))
-        s.apply(ev.EvalResult(it, v))
+        s.apply(ev.EvalResult(it, Verdict.from_json(v)))
         s.apply(ev.Decision(it, action, "human"))
     assert dict(s.tally) == {"kept": 1, "reverted": 1, "rejected": 1, "incorrect": 1, "crashed": 1}
     assert s.best_history == [1.25] * 5 and s.best_speedup == 1.25
@@ -203,7 +204,7 @@ def test_short_device_names():
 def test_a_new_iteration_redraws_the_bench_whose_verdict_just_became_the_previous_one():
     s = RunState()
     s.apply(ev.IterationStarted(1))
-    s.apply(ev.EvalResult(1, {"accepted": True, "shapes": []}))
+    s.apply(ev.EvalResult(1, Verdict.from_json({"accepted": True, "shapes": []})))
     assert "bench" in s.apply(ev.IterationStarted(2))
 
 
@@ -212,7 +213,7 @@ def test_an_undecided_verdict_is_not_called_previous_when_a_parallel_iteration_s
 
     s = RunState()
     s.apply(ev.IterationStarted(1))
-    s.apply(ev.EvalResult(1, {"accepted": True, "shapes": []}))
+    s.apply(ev.EvalResult(1, Verdict.from_json({"accepted": True, "shapes": []})))
     s.apply(ev.IterationStarted(2))  # --proposals 2: #2 starts while #1 waits for the person
     assert not is_previous(s)
     s.apply(ev.Decision(1, "revert", "human"))
@@ -224,7 +225,7 @@ def test_a_keep_without_timing_leaves_the_best_speedup_unknown_not_one():
 
     s = RunState()
     s.apply(ev.IterationStarted(1))
-    s.apply(ev.EvalResult(1, {"accepted": True, "shapes": [], "geomean_speedup": None}))
+    s.apply(ev.EvalResult(1, Verdict.from_json({"accepted": True, "shapes": [], "geomean_speedup": None})))
     assert "best speedup" not in tally_text(s).plain  # nothing timed: no figure, not even the baseline's 1.000x
     s.apply(ev.Decision(1, "keep", "human", override=True))
     assert "unknown" in tally_text(s).plain and "1.000x" not in tally_text(s).plain
@@ -236,8 +237,8 @@ def test_the_best_speedup_shows_once_something_was_timed():
     s = RunState()
     s.apply(ev.IterationStarted(1))
     assert "best speedup" not in tally_text(s).plain  # no verdict yet
-    s.apply(ev.EvalResult(1, {"accepted": True, "timing_available": True, "geomean_speedup": 0.98,
-                              "shapes": [{"name": "a", "correct": True, "speedup": 0.98}]}))
+    s.apply(ev.EvalResult(1, Verdict.from_json({"accepted": True, "timing_available": True, "geomean_speedup": 0.98,
+                              "shapes": [{"name": "a", "correct": True, "speedup": 0.98}]})))
     assert "best speedup over baseline 1.000x" in tally_text(s).plain  # measured: the baseline is still best
 
 

@@ -98,18 +98,18 @@ def column_widths(rows: list[tuple[str, ...]], available: int) -> list[int]:
 def step_state(step: Step, steps: list[Step]) -> RunState:
     """A RunState holding only this step's verdict and decision, and the session's keeps up to it:
     what the bench pane's renderers need to show it exactly as they showed it live."""
-    # The bench's renderers read the verdict as the loop's events carried it: the journal's object,
-    # which the typed record writes back key for key.
-    raw = (step.verdict.to_json() if step.verdict is not None else None) or None
-    st = RunState(iteration=step.iteration, verdict=raw, verdict_iteration=step.iteration)
-    st.verdicts = {step.iteration: raw} if raw is not None else {}
+    # The bench's renderers read the verdict the loop's event carried: the journal's, read (an empty
+    # object, which no evaluator writes, shows as no verdict).
+    v = step.verdict if step.verdict is not None and step.verdict.to_json() else None
+    st = RunState(iteration=step.iteration, verdict=v, verdict_iteration=step.iteration)
+    st.verdicts = {step.iteration: v} if v is not None else {}
     st.incumbents = {step.iteration: step.incumbent}
     st.keeps = [ev.Decision(s.iteration, "keep", s.by, s.override, s.reason, s.commit)
                 for s in steps if s.action == "keep" and s.iteration < step.iteration]
     if step.action:
         st.last_decision = ev.Decision(step.iteration, step.action, step.by, step.override, step.reason, step.commit)
     else:
-        rec = step.verdict.recommendation if step.verdict is not None else None
+        rec = step.verdict.recommended if step.verdict is not None else None
         if rec is not None:
             st.recommendation = ev.Recommendation(step.iteration, rec.action, rec.reason, bool(rec.can_keep))
     return st

@@ -11,8 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Sparkline, Static
 
-from harness.evaluate.records import Recommendation, ShapeResult, Verdict, as_shape, as_verdict
-from harness.evaluate.verdict import cannot_keep_reason
+from harness.evaluate.records import ShapeResult, Verdict
 from harness.authoring.packs import discover
 from harness.profiling.roofline import Roof, hbm_roof
 from tui.state import TALLY_KEYS, RunState
@@ -31,26 +30,28 @@ def _is_num(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def within_noise(s: ShapeResult | dict) -> bool:
+def _or_empty(v: Verdict | None) -> Verdict:
+    return v if v is not None else Verdict.empty()
+
+
+def within_noise(s: ShapeResult) -> bool:
     """The shape's speedup is inside its noise band (the paired bootstrap's 99% interval)."""
-    s = as_shape(s)
     sp, band = s.speedup, s.noise_pct
     return _is_num(sp) and _is_num(band) and abs(sp - 1.0) * 100 <= band
 
 
-def roof_pct(s: ShapeResult | dict, roof: Roof | None) -> float | None:
+def roof_pct(s: ShapeResult, roof: Roof | None) -> float | None:
     """% of the hardware pack's roofline for the candidate's time when a pack gives one, else the
     evaluator's (against the copy bandwidth it measured)."""
-    s = as_shape(s)
     if roof is not None and s.name in roof.floors_us:
         return roof.pct(str(s.name), s.candidate_us)
     v = s.roofline_pct
     return float(v) if _is_num(v) else None
 
 
-def shape_rows(verdict: Verdict | dict | None, roof: Roof | None = None) -> list[tuple[str, ...]]:
+def shape_rows(verdict: Verdict | None, roof: Roof | None = None) -> list[tuple[str, ...]]:
     rows = []
-    for s in as_verdict(verdict).shapes:
+    for s in _or_empty(verdict).shapes:
         ok = s.correct
         sp = s.speedup
         speed = (NOISE_MARK if within_noise(s) else "") + _num(sp, ".3f") + ("x" if _is_num(sp) else "")
@@ -83,9 +84,9 @@ def lineage_text(state: RunState, iteration: int) -> Text:
     return t
 
 
-def legend_text(verdict: Verdict | dict | None, roof: Roof | None) -> Text:
+def legend_text(verdict: Verdict | None, roof: Roof | None) -> Text:
     """What the columns mean, under the table: the band is the noise, the roof is against what."""
-    v = as_verdict(verdict)
+    v = _or_empty(verdict)
     if not v.timing_available or not v.shapes:
         return Text("")
     against = roof.label if roof is not None else "the measured copy bandwidth"
@@ -113,7 +114,7 @@ def verdict_head(state: RunState) -> Text:
             return Text(f"evaluating #{state.iteration}: a call may take up to {state.call_timeout_s:g} s",
                         style="italic")
         return Text("no verdict yet", style="dim")
-    v = as_verdict(state.verdict)
+    v = state.verdict
     previous = is_previous(state)
     t = Text()
     if previous:
@@ -135,10 +136,9 @@ def verdict_head(state: RunState) -> Text:
     return t
 
 
-def reason_lines(verdict: Verdict | dict) -> list[str]:
+def reason_lines(v: Verdict) -> list[str]:
     """One line per reason: a rule violation as its rule id and line (the diff marks the line and
     the reasoning pane has the whole message), anything else as the first line of its message."""
-    v = as_verdict(verdict)
     out: list[str] = []
     shown: set[str] = set()
     for viol in v.violations:
@@ -165,7 +165,7 @@ def verdict_lines(state: RunState) -> list[Text]:
     while it is open). Every line stays one line: the reasons are cut, not wrapped."""
     if state.verdict is None:
         return []
-    v = as_verdict(state.verdict)
+    v = state.verdict
     lines: list[Text] = []
     if not v.timing_available:
         lines.append(Text("timing unavailable (interpreter)", style="yellow"))
@@ -184,7 +184,7 @@ def verdict_lines(state: RunState) -> list[Text]:
         lines.append(t)
     elif rec is not None and rec.iteration == state.verdict_iteration:
         t = Text("recommend ", style="bold")
-        buckets = (v.recommendation or Recommendation()).buckets  # keep_policy: a keep for some buckets only
+        buckets = v.keep_buckets  # keep_policy: a keep for some buckets only
         if buckets:
             t.append(f"KEEP FOR {', '.join(buckets)}", style="bold yellow")
         else:
@@ -193,7 +193,7 @@ def verdict_lines(state: RunState) -> list[Text]:
             t.append(f": {rec.reason}")
         lines.append(t)
         if not rec.can_keep:
-            lines.append(Text(f"cannot be kept: {cannot_keep_reason(state.verdict)}", style="red"))
+            lines.append(Text(f"cannot be kept: {v.cannot_keep_reason}", style="red"))
     if is_previous(state):
         for t in lines:
             t.stylize("dim")

@@ -118,9 +118,8 @@ def _reason_lines(v: Verdict) -> list[str]:
     return out
 
 
-def print_table(verdict: dict | Verdict, out=None) -> None:
+def print_table(v: Verdict, out=None) -> None:
     out = out or sys.stdout  # looked up per call: a default bound at import misses redirections
-    v = verdict if isinstance(verdict, Verdict) else Verdict.from_json(verdict)
     status = "ACCEPTED" if v.accepted else f"REJECTED at {v.stage_shown}"
     print(f"{v.task}: {status}  ({v.device}, {v.wall_s:.1f} s)", file=out)
     if v.shapes:  # a candidate stopped before any shape ran has no table to show
@@ -146,7 +145,7 @@ def print_table(verdict: dict | Verdict, out=None) -> None:
         if located and n.startswith("static warning: "):  # listed with the violations, file:line:col
             continue
         print(f"  note: {n}", file=out)
-    rec = v.recommendation or Recommendation()
+    rec = v.recommended or Recommendation()
     if v.reasons:  # the reasons are listed just above; don't print the first one a second time
         print(f"  recommendation: {rec.action}", file=out)
     else:
@@ -236,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except Exception:  # noqa: BLE001 - a fault of the harness's own: still a verdict (rejected), saying where
         v = harness_error_verdict(task.name, args, traceback.format_exc())
-    try:
+    try:  # the evaluator's JSON object (the wire), read once
         typed = Verdict.from_json(v)
     except Exception:  # noqa: BLE001 - a verdict the record can't read is the harness's fault too
         v = harness_error_verdict(task.name, args, traceback.format_exc())
