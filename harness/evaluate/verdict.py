@@ -164,6 +164,13 @@ def recommend(*, correct: bool, guards_ok: bool, timing_available: bool, geomean
 # The per-shape time columns, worded the same wherever a verdict is printed (eval, headless).
 CAND_US, BEST_US = "cand µs", "best µs"
 
+def static_warning_note(violation: dict) -> str:
+    """The verdict's note for a static violation that only warns (it goes to the agent and the
+    person, not into the decision). `warpsmith eval` knows it by this, not by its words."""
+    return (f"static warning: {violation.get('rule')}: {violation.get('message')} "
+            f"(line {violation.get('line')})")
+
+
 _STAGE_WORDS = {"static": "the static check", "import": "import", "correctness": "the correctness check",
                 "guard": "a runtime guard", "timing": "timing", "e2e": "the end-to-end check"}
 
