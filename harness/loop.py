@@ -137,7 +137,7 @@ class Loop:
 
     def set_agent(self, agent: Agent) -> None:
         self.agent = agent
-        self.emit(ev.AgentNotice(self.iteration, "info", f"agent switched to {agent.name}:{agent.model}"))
+        self.emit(ev.AgentSwitched(self.iteration, agent.name, agent.model or ""))
 
     def set_ideas(self, ideas: list[str]) -> None:
         self.session.meta.ideas = list(ideas)

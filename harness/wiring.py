@@ -18,7 +18,8 @@ from harness.evaluate import EvalOptions
 from harness.evaluate.backends import make_evaluator
 from harness.evaluate.records import Verdict
 from harness.loop import Decider, Loop
-from harness.packs import PackError, PackWatcher, Selection, discover, session_selection
+from harness.packs import (Catalog, HardwareChoice, Pack, PackError, PackWatcher, Selection, discover,
+                           session_selection)
 from harness.prompt import build_prompt
 from harness.session import Session
 from harness.tasks import Task
@@ -116,22 +117,36 @@ def last_feedback(history) -> str | None:
     return "\n".join(parts)
 
 
-def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool):
+@dataclass
+class SessionPacks:
+    """The packs a run starts with, and what to say about them."""
+
+    catalog: Catalog
+    selection: Selection
+    notes: list[str]  # why each pack is in or out, for a person to read
+    hardware: HardwareChoice | None  # the hardware pack for this GPU and why; None: none was chosen (a resume)
+    errors: list[str] = field(default_factory=list)  # packs that failed to load
+
+    def packs(self) -> list[Pack]:
+        return self.selection.resolve(self.catalog)
+
+
+def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool) -> SessionPacks:
     """The session's packs. On resume: the last selection in the journal (PacksSelected: the one
     the session started with, or the person's last pick), as it stands; the start's --pack and
     --no-pack flags (kept in the session's options) are in it already, and applying them again
     would undo a pick. Else: defaults for task and GPU, then the flags. Journalled when it changes."""
-    catalog, sel, notes = resolve_packs(task, cfg, session if resumed else None)
-    if sel.ids != session.journalled_packs():
-        session.set_packs(sel.ids)
-    return catalog, sel, notes, [str(e) for e in catalog.errors]
+    chosen = resolve_packs(task, cfg, session if resumed else None)
+    if chosen.selection.ids != session.journalled_packs():
+        session.set_packs(chosen.selection.ids)
+    return chosen
 
 
-def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
-    """(catalog, selection, notes) for a new run (session None) or a resumed one, with every pack
-    loaded: a selected id whose winning copy is broken (a user's pack over a built-in one) raises
-    ValueError naming its file and line, instead of the lower-precedence copy being used. Nothing
-    is journalled: `warpsmith run` calls this before it makes a session folder."""
+def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None) -> SessionPacks:
+    """The packs of a new run (session None) or a resumed one, with every pack loaded: a selected
+    id whose winning copy is broken (a user's pack over a built-in one) raises ValueError naming its
+    file and line, instead of the lower-precedence copy being used. Nothing is journalled:
+    `warpsmith run` calls this before it makes a session folder."""
     catalog = discover()
     saved, add, remove = None, cfg.packs_add, cfg.packs_remove
     if session is not None:
@@ -140,7 +155,7 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
         if recorded is not None:
             saved, add, remove = Selection(recorded), [], []
     try:
-        sel, notes = session_selection(task, catalog, add, remove, saved)
+        sel, notes, hardware = session_selection(task, catalog, add, remove, saved)
         sel.resolve(catalog)
     except PackError as e:  # before KeyError: a broken pack is not an unknown one
         raise ValueError(str(e)) from None
@@ -150,7 +165,7 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
         why = [str(err) for err in catalog.errors
                if any(getattr(err, "pack_id", None) == i or Path(err.path).parent.name == i for i in named)]
         raise ValueError("; ".join([str(e).strip("'\""), *why])) from None
-    return catalog, sel, notes
+    return SessionPacks(catalog, sel, notes, hardware, [str(e) for e in catalog.errors])
 
 
 def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session) -> Decider:
@@ -165,7 +180,8 @@ def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session)
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
     agent = make_agent(cfg.agent, session, cfg)
-    catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
+    chosen = select_packs(session, task, cfg, resumed)
+    catalog, packs = chosen.catalog, chosen.packs()
     decider = wrap_decider(decider, task, cfg, session)
     # Where candidates are evaluated (here, a pool of GPUs, a Ray cluster); with --proposals 1 on
     # one worker, one candidate at a time.
@@ -175,9 +191,7 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                 options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
                                             run_timeout_s=cfg.timeout_s))
     loop.check_verdict = e2e_gate  # (a second loop for --proposals N once skipped it)
-    watcher = PackWatcher(sel.resolve(catalog),
-                          callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
-
+    watcher = PackWatcher(packs, callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
     profiled = {"incumbent": ""}  # the incumbent whose profile the bench pane shows
 
     def prompt_builder(ctx):
@@ -222,16 +236,14 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
     watcher.start()
     loop.closers.append(watcher.stop)
     loop.emit(ev.SessionStarted(session.id, task.name, f"{agent.name}{':' + agent.model if agent.model else ''}",
-                                [p.provenance() for p in sel.resolve(catalog)], device_label(), resumed,
+                                [p.provenance() for p in packs], device_label(), resumed,
                                 "auto" if cfg.auto else "manual"))
-    packs = sel.resolve(catalog)
     # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
     loop._last_packs = [{**p.provenance(), "cut_files": []} for p in packs]
-    for note in notes:
-        # (harness.packs notes a missing hardware pack before --packs adds one)
-        if "no hardware pack selected" in note.lower() and any(p.kind == "hardware" for p in packs):
-            continue
+    if chosen.hardware is not None:
+        loop.emit(ev.HardwarePackChosen(chosen.hardware.pack_id, chosen.hardware.reason), journal=False)
+    for note in chosen.notes:
         loop.emit(ev.AgentNotice(0, "info", note), journal=False)
-    for err in pack_errors:
+    for err in chosen.errors:
         loop.emit(ev.AgentNotice(0, "warning", f"pack not loaded: {err}"))
     return loop
