@@ -20,7 +20,7 @@ from harness.evaluate.records import Verdict
 from harness.loop import Decider, Loop
 from harness.packs import (Catalog, HardwareChoice, Pack, PackError, PackWatcher, Selection, discover,
                            session_selection)
-from harness.prompt import build_prompt
+from harness.prompt import SessionPrompt
 from harness.session import Session
 from harness.tasks import Task
 
@@ -104,19 +104,6 @@ def e2e_gate(task: Task, verdict: dict, candidate: Path, incumbent: Path) -> dic
     return verdict
 
 
-def last_feedback(history) -> str | None:
-    """What the agent must hear about its last try: the person's veto reason and the verdict."""
-    if not history:
-        return None
-    a = history[-1]
-    parts = [f"Attempt {a.iteration} ({a.description}) ended {a.outcome}."]
-    if a.veto_reason:
-        parts.append(f"The person reverted it, saying: {a.veto_reason}")
-    if a.summary:
-        parts.append(a.summary)
-    return "\n".join(parts)
-
-
 @dataclass
 class SessionPacks:
     """The packs a run starts with, and what to say about them."""
@@ -181,65 +168,29 @@ def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
     agent = make_agent(cfg.agent, session, cfg)
     chosen = select_packs(session, task, cfg, resumed)
-    catalog, packs = chosen.catalog, chosen.packs()
+    packs = chosen.packs()
     decider = wrap_decider(decider, task, cfg, session)
     # Where candidates are evaluated (here, a pool of GPUs, a Ray cluster); with --proposals 1 on
     # one worker, one candidate at a time.
     evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
+    device = device_label()
+    on_gpu = device != "cpu (Triton interpreter)"
     loop = Loop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
                 budget=getattr(agent, "budget", None), proposals=cfg.proposals,
-                options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
-                                            run_timeout_s=cfg.timeout_s))
+                options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, chosen.catalog),
+                                            run_timeout_s=cfg.timeout_s),
+                # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
+                announced_packs=[{**p.provenance(), "cut_files": []} for p in packs])
     loop.check_verdict = e2e_gate  # (a second loop for --proposals N once skipped it)
     watcher = PackWatcher(packs, callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
-    profiled = {"incumbent": ""}  # the incumbent whose profile the bench pane shows
-
-    def prompt_builder(ctx):
-        # The TUI's pack picker journals a selection (Session.set_packs, mirrored in
-        # session.meta.packs); a change applies from the next prompt.
-        wanted = list(session.meta.packs)
-        if sorted(wanted) != sorted(p.id for p in watcher.packs()):
-            try:
-                watcher.set_packs(Selection(wanted).resolve(catalog))
-            except (KeyError, PackError) as e:  # removed or broken since it was picked: keep the last set
-                session.set_packs([p.id for p in watcher.packs()])
-                loop.emit(ev.AgentNotice(ctx.iteration, "warning", f"pack selection unchanged: {e}"))
-        p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
-                         last_feedback(ctx.history))
-        user = p.user
-        step = session.root / "step_profile.json"  # written by the TUI's profile screen (w)
-        if step.is_file() and getattr(agent, "reads_prompt", True):
-            from harness.step_profile import StepProfile, prompt_section as step_section  # (only with one)
-
-            try:  # a few lines: far inside the prompt's token budget
-                user += "\n\n" + step_section(StepProfile.load(step))
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # an unreadable cache costs the agent this context, never the proposal
-        if on_gpu and getattr(agent, "reads_prompt", True):
-            # Where the incumbent's time goes, measured once per incumbent (cached by its hash);
-            # up to two minutes with Nsight Compute, so only for agents that read the prompt.
-            from harness.profile import cached_profile, prompt_section  # (only on a GPU)
-
-            inc = session.work / "incumbent_for_profile.py"
-            inc.write_text(ctx.incumbent_source)
-            prof = cached_profile(task, inc, session.work / "profiles", timeout_s=120)
-            if "error" not in prof:
-                user += "\n\n" + prompt_section(prof)
-                if ctx.incumbent_commit != profiled["incumbent"]:  # once per incumbent
-                    profiled["incumbent"] = ctx.incumbent_commit
-                    loop.emit(ev.ProfileReady(ctx.iteration, ctx.incumbent_commit, prof))
-        return p.system, user, p.packs
-
-    on_gpu = device_label() != "cpu (Triton interpreter)"
     loop.call_timeout_s = cfg.timeout_s or task.call_timeout_for(on_gpu)  # what EvalOptions resolves to
-    loop.prompt_builder = prompt_builder
+    loop.prompt_builder = SessionPrompt(session, task, chosen.catalog, watcher, emit=loop.emit, on_gpu=on_gpu,
+                                        reads_prompt=lambda: getattr(loop.agent, "reads_prompt", True))
     watcher.start()
     loop.closers.append(watcher.stop)
     loop.emit(ev.SessionStarted(session.id, task.name, f"{agent.name}{':' + agent.model if agent.model else ''}",
-                                [p.provenance() for p in packs], device_label(), resumed,
+                                [p.provenance() for p in packs], device, resumed,
                                 "auto" if cfg.auto else "manual"))
-    # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
-    loop._last_packs = [{**p.provenance(), "cut_files": []} for p in packs]
     if chosen.hardware is not None:
         loop.emit(ev.HardwarePackChosen(chosen.hardware.pack_id, chosen.hardware.reason), journal=False)
     for note in chosen.notes:
