@@ -143,9 +143,8 @@ class Loop:
         self.emit(ev.AgentSwitched(self.iteration, agent.name, agent.model or ""))
 
     def set_ideas(self, ideas: list[str]) -> None:
-        self.session.meta.ideas = list(ideas)
-        self.session.save_meta()
-        self.emit(ev.IdeasChanged(list(ideas)))
+        self.session.set_ideas(ideas)  # (journals IdeasChanged)
+        self.emit(ev.IdeasChanged(list(ideas)), journal=False)
 
     # -- resume -------------------------------------------------------------------------------
     def _restore(self) -> None:

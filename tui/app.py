@@ -210,9 +210,7 @@ class WarpsmithApp(App[int]):
         if self.loop is not None:
             self.loop.set_ideas(ideas)
         else:
-            self.session.meta.ideas = list(ideas)
-            self.session.save_meta()
-            self.session.record(ev.IdeasChanged(list(ideas)).to_dict())
+            self.session.set_ideas(ideas)
             self.post_message(LoopEvent(ev.IdeasChanged(list(ideas))))
 
     def _set_agent(self, spec: str) -> None:
