@@ -55,11 +55,37 @@ class Reasoning(Event):
 
 @dataclass(frozen=True)
 class AgentNotice(Event):
-    """Something about the agent itself: a retry, a rate limit, an error, a model switch, cost."""
+    """Something for a person to read: a retry, a rate limit, an error, why a pack was selected.
+    Nothing acts on its words: what a program must act on is an event of its own (AgentSwitched,
+    HardwarePackChosen; tests/test_no_meaning_in_words.py)."""
 
     iteration: int
     level: str  # info | warning | error
     message: str
+
+
+@dataclass(frozen=True)
+class AgentSwitched(Event):
+    """A person switched the agent or its model (the TUI's `m`): it proposes from the next iteration.
+    (A journal from before this event says it as an AgentNotice "agent switched to ...": a notice.)"""
+
+    iteration: int
+    agent: str  # the agent's name: tuner, anthropic, openai, script
+    model: str = ""
+
+    @property
+    def label(self) -> str:
+        """agent:model, as SessionStarted.agent and the status line say it."""
+        return f"{self.agent}:{self.model}" if self.model else self.agent
+
+
+@dataclass(frozen=True)
+class HardwarePackChosen(Event):
+    """Which hardware pack the session's packs have for this GPU, and why (harness.authoring.packs.HardwareChoice),
+    said once before the first iteration; pack_id None: none was chosen, and `reason` says how to pick one."""
+
+    pack_id: str | None
+    reason: str  # the line a person reads
 
 
 @dataclass(frozen=True)

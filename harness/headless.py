@@ -108,8 +108,11 @@ class Printer:
         elif isinstance(e, ev.AgentNotice):
             # Why each pack was selected (before the first iteration) is chatter here: the packs
             # line above says what was selected. Warnings and errors are always said.
+            # (HardwarePackChosen is such a line too: the packs line names the hardware pack.)
             if e.level != "info" or e.iteration > 0:
                 self._line(f"  agent {e.level}: {e.message}")
+        elif isinstance(e, ev.AgentSwitched):
+            self._line(f"  agent switched to {e.label}")
         elif isinstance(e, ev.Usage):
             self._line(f"  tokens in {e.input_tokens} out {e.output_tokens} cached {e.cached_tokens} "
                        f"reasoning {e.reasoning_tokens}; ${e.cost_usd:.4f} (session ${e.session_cost_usd:.4f})")

@@ -82,7 +82,8 @@ class Loop:
                  evaluator: Evaluator | EvaluateFn, emit: Callable[[ev.Event], None] | None = None,
                  max_iterations: int = 20,
                  prompt_builder: Callable[[ProposalContext], tuple[str, str, list[dict]]] | None = None,
-                 budget: Any = None, proposals: int = 1, options: Any = None, max_in_flight: int | None = None):
+                 budget: Any = None, proposals: int = 1, options: Any = None, max_in_flight: int | None = None,
+                 announced_packs: list[dict] | None = None):
         self.session, self.task, self.agent, self.decider = session, task, agent, decider
         if not hasattr(evaluator, "submit"):  # a plain evaluate(task, candidate, incumbent): tests, tui.testing
             evaluator = LocalEvaluator(calling(evaluator, task))
@@ -102,7 +103,9 @@ class Loop:
         self.resume_gate.set()
         self.flight = Flight()
         self.undecided: list[dict] = []  # candidates proposed before a stop, not yet decided
-        self._last_packs: list[dict] | None = None
+        # The packs of the last prompt (provenance), said when they change; `announced_packs`: the ones
+        # already said before the first prompt (wiring: SessionStarted names them).
+        self._last_packs: list[dict] | None = announced_packs
         self._prompt_lock = threading.Lock()  # prompt builders read shared pack state
         self._stop_reason: str | None = None  # why no more iterations start (the first reason wins)
         self._ended = False
@@ -136,12 +139,11 @@ class Loop:
 
     def set_agent(self, agent: Agent) -> None:
         self.agent = agent
-        self.emit(ev.AgentNotice(self.iteration, "info", f"agent switched to {agent.name}:{agent.model}"))
+        self.emit(ev.AgentSwitched(self.iteration, agent.name, agent.model or ""))
 
     def set_ideas(self, ideas: list[str]) -> None:
-        self.session.meta.ideas = list(ideas)
-        self.session.save_meta()
-        self.emit(ev.IdeasChanged(list(ideas)))
+        self.session.set_ideas(ideas)  # (journals IdeasChanged)
+        self.emit(ev.IdeasChanged(list(ideas)), journal=False)
 
     # -- resume -------------------------------------------------------------------------------
     def _restore(self) -> None:

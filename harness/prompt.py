@@ -10,6 +10,10 @@ Within the token budget, the history is cut first (oldest attempts first), then 
 end; whatever is cut is said in the prompt itself and listed in `Prompt.cut`. Tokens are estimated
 at ~4 characters per token (CHARS_PER_TOKEN): close enough for English and code on current
 tokenizers to keep a budget, not an exact count.
+
+`SessionPrompt` is what a session's loop calls for each proposal: build_prompt with the session's
+current pack selection and the feedback on the last attempt, plus the step profile and, on a GPU,
+the incumbent's profile.
 """
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from harness.authoring.hardware import specs_of, summary as hardware_summary
 from harness.authoring.newtask import function_segment
-from harness.authoring.packs import KIND_ORDER, Pack, PackWatcher
+from harness import events as ev
+from harness.authoring.packs import KIND_ORDER, Catalog, Pack, PackError, PackWatcher, Selection
 
 CHARS_PER_TOKEN = 4
 DEFAULT_BUDGET_TOKENS = 100_000
@@ -356,44 +361,102 @@ def build_prompt(task: Any, incumbent_source: str, packs: Sequence[Pack], histor
 
 
 def feedback_from_history(history: Sequence[Any]) -> str | None:
-    """The last attempt, in full, when it was not kept: what the agent must act on next."""
-    if not history:
+    """What the agent must hear about its last try, the last one that ended (candidates still in
+    flight have no outcome yet): kept, or how it ended, the verdict's summary and the person's
+    veto reason."""
+    done = [a for a in history if a.outcome != "in-flight"]
+    if not done:
         return None
-    a = history[-1]
+    a = done[-1]
     if a.outcome == "kept":
         return f"Attempt #{a.iteration} was kept and is now the incumbent." + (
-            f" {a.summary}" if a.summary else "")
-    parts = [f"Attempt #{a.iteration} ({a.description.strip() or 'no description'}) was {a.outcome}."]
+            f" {a.summary.strip()}" if a.summary else "")
+    parts = [f"Attempt #{a.iteration} ({a.description.strip() or 'no description'}) ended {a.outcome}."]
     if a.summary:
         parts.append(a.summary.strip())
     if a.veto_reason:
-        parts.append(f"The person reverted it and said: {a.veto_reason.strip()}")
+        parts.append(f"The person reverted it, saying: {a.veto_reason.strip()}")
     return "\n".join(parts)
 
 
-class PromptBuilder:
-    """What the loop calls per proposal: `builder(ctx) -> (system, user, packs provenance)`.
+STEP_PROFILE_FILE = "step_profile.json"  # in the session folder: the TUI's profile screen (w) writes it
 
-    `packs` is a PackWatcher (live reload: each call sees the latest good version of every
-    selected pack), a callable returning packs, or a fixed list. The last Prompt is kept in
-    `.last` (for transcripts and to show what was cut).
+
+class SessionPrompt:
+    """The prompt a session's loop sends with each proposal (the one assembly: harness.wiring gives
+    it to the Loop): `prompt(ctx) -> (system, user, packs provenance)`; the last Prompt in `.last`.
+
+    Beside build_prompt's task, incumbent, history and ideas, it puts in:
+    - the session's pack selection (session.meta.packs: the TUI's picker journals a new one with
+      Session.set_packs), from the next prompt on; each pack the latest good version the watcher
+      holds (live reload). A selection that no longer resolves (a pack removed or broken since it
+      was picked) keeps the last set, journalled again, and a warning says why;
+    - the feedback on the last attempt (feedback_from_history);
+    - for agents that read the prompt (`reads_prompt()`): the step profile, when the session folder
+      has one (STEP_PROFILE_FILE); on a GPU, where the incumbent's time goes (harness.profiling.profile,
+      measured once per incumbent and cached by its hash), said once per incumbent as ProfileReady.
+
+    `emit` is the loop's: the warning and ProfileReady go through it (journalled, then shown).
     """
 
-    def __init__(self, packs: PackWatcher | Callable[[], list[Pack]] | Sequence[Pack],
+    def __init__(self, session: Any, task: Any, catalog: Catalog, watcher: PackWatcher,
+                 emit: Callable[[ev.Event], None], on_gpu: bool = False,
+                 reads_prompt: Callable[[], bool] = lambda: True,
                  budget_tokens: int = DEFAULT_BUDGET_TOKENS):
-        self._packs = packs
+        self.session, self.task, self.catalog, self.watcher = session, task, catalog, watcher
+        self.emit = emit
+        self.on_gpu = on_gpu
+        self.reads_prompt = reads_prompt
         self.budget_tokens = budget_tokens
         self.last: Prompt | None = None
+        self._profiled = ""  # the incumbent whose profile was last said (ProfileReady)
 
-    def current_packs(self) -> list[Pack]:
-        if isinstance(self._packs, PackWatcher):
-            return self._packs.packs()
-        if callable(self._packs):
-            return list(self._packs())
-        return list(self._packs)
+    def packs(self, iteration: int) -> list[Pack]:
+        """The packs of this prompt: the session's selection, as the watcher holds them."""
+        wanted = list(self.session.meta.packs)
+        if sorted(wanted) != sorted(p.id for p in self.watcher.packs()):
+            try:
+                self.watcher.set_packs(Selection(wanted).resolve(self.catalog))
+            except (KeyError, PackError) as e:  # removed or broken since it was picked: keep the last set
+                self.session.set_packs([p.id for p in self.watcher.packs()])
+                self.emit(ev.AgentNotice(iteration, "warning", f"pack selection unchanged: {e}"))
+        return self.watcher.packs()
 
     def __call__(self, ctx: Any) -> tuple[str, str, list[dict]]:
-        prompt = build_prompt(ctx.task, ctx.incumbent_source, self.current_packs(), ctx.history,
+        prompt = build_prompt(self.task, ctx.incumbent_source, self.packs(ctx.iteration), ctx.history,
                               ctx.ideas, feedback_from_history(ctx.history), self.budget_tokens)
         self.last = prompt
-        return prompt.system, prompt.user, prompt.packs
+        user = prompt.user
+        if self.reads_prompt():
+            user += "".join("\n\n" + section for section in (self.step_profile(), self.gpu_profile(ctx))
+                            if section)
+        return prompt.system, user, prompt.packs
+
+    def step_profile(self) -> str:
+        """The step profile's few lines (far inside the prompt's token budget), or "" without one."""
+        path = Path(self.session.root) / STEP_PROFILE_FILE
+        if not path.is_file():
+            return ""
+        from harness.model.step_profile import StepProfile, prompt_section  # (only with one: start-up time)
+
+        try:
+            return prompt_section(StepProfile.load(path))
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""  # an unreadable cache costs the agent this context, never the proposal
+
+    def gpu_profile(self, ctx: Any) -> str:
+        """Where the incumbent's time goes, on a GPU (up to two minutes with Nsight Compute, the first
+        time for each incumbent); "" without a GPU or when it could not be measured."""
+        if not self.on_gpu:
+            return ""
+        from harness.profiling.profile import cached_profile, prompt_section  # (only on a GPU: start-up time)
+
+        inc = Path(self.session.work) / "incumbent_for_profile.py"
+        inc.write_text(ctx.incumbent_source)
+        prof = cached_profile(self.task, inc, Path(self.session.work) / "profiles", timeout_s=120)
+        if "error" in prof:
+            return ""
+        if ctx.incumbent_commit != self._profiled:  # once per incumbent
+            self._profiled = ctx.incumbent_commit
+            self.emit(ev.ProfileReady(ctx.iteration, ctx.incumbent_commit, prof))
+        return prompt_section(prof)

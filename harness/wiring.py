@@ -18,8 +18,9 @@ from harness.evaluate import EvalOptions
 from harness.evaluate.backends import make_evaluator
 from harness.evaluate.records import Verdict
 from harness.loop import Decider, Loop
-from harness.authoring.packs import PackError, PackWatcher, Selection, discover, session_selection
-from harness.prompt import build_prompt
+from harness.authoring.packs import (Catalog, HardwareChoice, Pack, PackError, PackWatcher, Selection, discover,
+                           session_selection)
+from harness.prompt import SessionPrompt
 from harness.sessions.session import Session
 from harness.authoring.tasks import Task
 
@@ -104,35 +105,36 @@ def e2e_gate(task: Task, v: Verdict, candidate: Path, incumbent: Path) -> Verdic
     return v
 
 
-def last_feedback(history) -> str | None:
-    """What the agent must hear about its last try: the person's veto reason and the verdict."""
-    if not history:
-        return None
-    a = history[-1]
-    parts = [f"Attempt {a.iteration} ({a.description}) ended {a.outcome}."]
-    if a.veto_reason:
-        parts.append(f"The person reverted it, saying: {a.veto_reason}")
-    if a.summary:
-        parts.append(a.summary)
-    return "\n".join(parts)
+@dataclass
+class SessionPacks:
+    """The packs a run starts with, and what to say about them."""
+
+    catalog: Catalog
+    selection: Selection
+    notes: list[str]  # why each pack is in or out, for a person to read
+    hardware: HardwareChoice | None  # the hardware pack for this GPU and why; None: none was chosen (a resume)
+    errors: list[str] = field(default_factory=list)  # packs that failed to load
+
+    def packs(self) -> list[Pack]:
+        return self.selection.resolve(self.catalog)
 
 
-def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool):
+def select_packs(session: Session, task: Task, cfg: RunConfig, resumed: bool) -> SessionPacks:
     """The session's packs. On resume: the last selection in the journal (PacksSelected: the one
     the session started with, or the person's last pick), as it stands; the start's --pack and
     --no-pack flags (kept in the session's options) are in it already, and applying them again
     would undo a pick. Else: defaults for task and GPU, then the flags. Journalled when it changes."""
-    catalog, sel, notes = resolve_packs(task, cfg, session if resumed else None)
-    if sel.ids != session.journalled_packs():
-        session.set_packs(sel.ids)
-    return catalog, sel, notes, [str(e) for e in catalog.errors]
+    chosen = resolve_packs(task, cfg, session if resumed else None)
+    if chosen.selection.ids != session.journalled_packs():
+        session.set_packs(chosen.selection.ids)
+    return chosen
 
 
-def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
-    """(catalog, selection, notes) for a new run (session None) or a resumed one, with every pack
-    loaded: a selected id whose winning copy is broken (a user's pack over a built-in one) raises
-    ValueError naming its file and line, instead of the lower-precedence copy being used. Nothing
-    is journalled: `warpsmith run` calls this before it makes a session folder."""
+def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None) -> SessionPacks:
+    """The packs of a new run (session None) or a resumed one, with every pack loaded: a selected
+    id whose winning copy is broken (a user's pack over a built-in one) raises ValueError naming its
+    file and line, instead of the lower-precedence copy being used. Nothing is journalled:
+    `warpsmith run` calls this before it makes a session folder."""
     catalog = discover()
     saved, add, remove = None, cfg.packs_add, cfg.packs_remove
     if session is not None:
@@ -141,7 +143,7 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
         if recorded is not None:
             saved, add, remove = Selection(recorded), [], []
     try:
-        sel, notes = session_selection(task, catalog, add, remove, saved)
+        sel, notes, hardware = session_selection(task, catalog, add, remove, saved)
         sel.resolve(catalog)
     except PackError as e:  # before KeyError: a broken pack is not an unknown one
         raise ValueError(str(e)) from None
@@ -151,7 +153,7 @@ def resolve_packs(task: Task, cfg: RunConfig, session: Session | None = None):
         why = [str(err) for err in catalog.errors
                if any(getattr(err, "pack_id", None) == i or Path(err.path).parent.name == i for i in named)]
         raise ValueError("; ".join([str(e).strip("'\""), *why])) from None
-    return catalog, sel, notes
+    return SessionPacks(catalog, sel, notes, hardware, [str(e) for e in catalog.errors])
 
 
 def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session) -> Decider:
@@ -166,73 +168,34 @@ def wrap_decider(decider: Decider, task: Task, cfg: RunConfig, session: Session)
 def build_loop(session: Session, task: Task, cfg: RunConfig, decider: Decider,
                emit: Callable[[ev.Event], None], resumed: bool = False) -> Loop:
     agent = make_agent(cfg.agent, session, cfg)
-    catalog, sel, notes, pack_errors = select_packs(session, task, cfg, resumed)
+    chosen = select_packs(session, task, cfg, resumed)
+    packs = chosen.packs()
     decider = wrap_decider(decider, task, cfg, session)
     # Where candidates are evaluated (here, a pool of GPUs, a Ray cluster); with --proposals 1 on
     # one worker, one candidate at a time.
     evaluator = make_evaluator(cfg.eval_backend, log_dir=session.root / "workers")
+    device = device_label()
+    on_gpu = device != "cpu (Triton interpreter)"
     loop = Loop(session, task, agent, decider, evaluator, emit=emit, max_iterations=cfg.iterations,
                 budget=getattr(agent, "budget", None), proposals=cfg.proposals,
-                options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, catalog),
-                                            run_timeout_s=cfg.timeout_s))
+                options=lambda: EvalOptions(extra_rules=enforced_rules(session, task, chosen.catalog),
+                                            run_timeout_s=cfg.timeout_s),
+                # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
+                announced_packs=[{**p.provenance(), "cut_files": []} for p in packs])
     loop.check_verdict = e2e_gate  # (a second loop for --proposals N once skipped it)
-    watcher = PackWatcher(sel.resolve(catalog),
-                          callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
-
-    profiled = {"incumbent": ""}  # the incumbent whose profile the bench pane shows
-
-    def prompt_builder(ctx):
-        # The TUI's pack picker journals a selection (Session.set_packs, mirrored in
-        # session.meta.packs); a change applies from the next prompt.
-        wanted = list(session.meta.packs)
-        if sorted(wanted) != sorted(p.id for p in watcher.packs()):
-            try:
-                watcher.set_packs(Selection(wanted).resolve(catalog))
-            except (KeyError, PackError) as e:  # removed or broken since it was picked: keep the last set
-                session.set_packs([p.id for p in watcher.packs()])
-                loop.emit(ev.AgentNotice(ctx.iteration, "warning", f"pack selection unchanged: {e}"))
-        p = build_prompt(task, ctx.incumbent_source, watcher.packs(), ctx.history, ctx.ideas,
-                         last_feedback(ctx.history))
-        user = p.user
-        step = session.root / "step_profile.json"  # written by the TUI's profile screen (w)
-        if step.is_file() and getattr(agent, "reads_prompt", True):
-            from harness.model.step_profile import StepProfile, prompt_section as step_section  # (only with one)
-
-            try:  # a few lines: far inside the prompt's token budget
-                user += "\n\n" + step_section(StepProfile.load(step))
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # an unreadable cache costs the agent this context, never the proposal
-        if on_gpu and getattr(agent, "reads_prompt", True):
-            # Where the incumbent's time goes, measured once per incumbent (cached by its hash);
-            # up to two minutes with Nsight Compute, so only for agents that read the prompt.
-            from harness.profiling.profile import cached_profile, prompt_section  # (only on a GPU)
-
-            inc = session.work / "incumbent_for_profile.py"
-            inc.write_text(ctx.incumbent_source)
-            prof = cached_profile(task, inc, session.work / "profiles", timeout_s=120)
-            if "error" not in prof:
-                user += "\n\n" + prompt_section(prof)
-                if ctx.incumbent_commit != profiled["incumbent"]:  # once per incumbent
-                    profiled["incumbent"] = ctx.incumbent_commit
-                    loop.emit(ev.ProfileReady(ctx.iteration, ctx.incumbent_commit, prof))
-        return p.system, user, p.packs
-
-    on_gpu = device_label() != "cpu (Triton interpreter)"
+    watcher = PackWatcher(packs, callback=lambda pid, ok, msg: loop.emit(ev.PackReloaded(pid, ok, msg)))
     loop.call_timeout_s = cfg.timeout_s or task.call_timeout_for(on_gpu)  # what EvalOptions resolves to
-    loop.prompt_builder = prompt_builder
+    loop.prompt_builder = SessionPrompt(session, task, chosen.catalog, watcher, emit=loop.emit, on_gpu=on_gpu,
+                                        reads_prompt=lambda: getattr(loop.agent, "reads_prompt", True))
     watcher.start()
     loop.closers.append(watcher.stop)
     loop.emit(ev.SessionStarted(session.id, task.name, f"{agent.name}{':' + agent.model if agent.model else ''}",
-                                [p.provenance() for p in sel.resolve(catalog)], device_label(), resumed,
+                                [p.provenance() for p in packs], device, resumed,
                                 "auto" if cfg.auto else "manual"))
-    packs = sel.resolve(catalog)
-    # The packs the session starts with are in SessionStarted: the first prompt needn't say them again.
-    loop._last_packs = [{**p.provenance(), "cut_files": []} for p in packs]
-    for note in notes:
-        # (harness.authoring.packs notes a missing hardware pack before --packs adds one)
-        if "no hardware pack selected" in note.lower() and any(p.kind == "hardware" for p in packs):
-            continue
+    if chosen.hardware is not None:
+        loop.emit(ev.HardwarePackChosen(chosen.hardware.pack_id, chosen.hardware.reason), journal=False)
+    for note in chosen.notes:
         loop.emit(ev.AgentNotice(0, "info", note), journal=False)
-    for err in pack_errors:
+    for err in chosen.errors:
         loop.emit(ev.AgentNotice(0, "warning", f"pack not loaded: {err}"))
     return loop

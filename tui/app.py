@@ -147,10 +147,10 @@ class WarpsmithApp(App[int]):
     async def on_loop_event(self, message: LoopEvent) -> None:
         e = message.event
         areas = self.state.apply(e, message.old_source)
-        if isinstance(e, ev.AgentNotice) and e.iteration == 0 and e.message.startswith("hardware"):
+        if isinstance(e, ev.HardwarePackChosen):
             # Which hardware pack the session chose for this GPU, and why (or that none matched).
-            self.notify(e.message, markup=False, timeout=8,
-                        severity="warning" if "none chosen" in e.message else "information")
+            self.notify(e.reason, markup=False, timeout=8,
+                        severity="warning" if e.pack_id is None else "information")
         if isinstance(e, ev.Decision):
             self.decision_sent = ""
             areas |= {"decision"}
@@ -210,9 +210,7 @@ class WarpsmithApp(App[int]):
         if self.loop is not None:
             self.loop.set_ideas(ideas)
         else:
-            self.session.meta.ideas = list(ideas)
-            self.session.save_meta()
-            self.session.record(ev.IdeasChanged(list(ideas)).to_dict())
+            self.session.set_ideas(ideas)
             self.post_message(LoopEvent(ev.IdeasChanged(list(ideas))))
 
     def _set_agent(self, spec: str) -> None:

@@ -64,6 +64,12 @@ class TuiDecider:
     def pending(self) -> DecisionRequest | None:
         return self._pending
 
+    def open_without_waiting(self, request: DecisionRequest) -> None:
+        """Open `request` as the question keys answer, with no loop thread waiting on it (snapshots
+        and screenshots: tui.testing.present_decision); what decide() does before it blocks."""
+        with self._cond:
+            self._pending, self._reply, self.shown_at = request, None, None
+
     def mark_shown(self) -> None:
         """The prompt is on screen now: the early-keypress guard counts from here."""
         self.shown_at = self.clock()

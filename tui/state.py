@@ -160,9 +160,13 @@ class RunState:
             return {"reasoning"}
         if isinstance(e, ev.AgentNotice):
             self.note(e.iteration, e.message, e.level)
-            if e.message.startswith("agent switched to "):
-                self.agent = e.message.removeprefix("agent switched to ").strip()
-                return {"reasoning", "status", "bench"}
+            return {"reasoning"}
+        if isinstance(e, ev.AgentSwitched):
+            self.agent = e.label
+            self.note(e.iteration, f"agent switched to {e.label}")
+            return {"reasoning", "status", "bench"}
+        if isinstance(e, ev.HardwarePackChosen):
+            self.note(0, e.reason)
             return {"reasoning"}
         if isinstance(e, ev.Usage):
             self.input_tokens += e.input_tokens

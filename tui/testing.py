@@ -233,7 +233,7 @@ def present_decision(app: WarpsmithApp, events: list[ev.Event]) -> None:
     verdict_ = [e for e in events if isinstance(e, ev.EvalResult)][-1].verdict
     req = DecisionRequest(cand.iteration, cand.commit, cand.description, verdict_, rec.action, rec.reason,
                           rec.can_keep)
-    app.decider._pending = req
+    app.decider.open_without_waiting(req)
     app.post_message(DecisionRequested(req))
 
 

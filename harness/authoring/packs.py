@@ -30,7 +30,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_PACKS = builtin_dir("packs")
 ENTRY_POINT_GROUP = "warpsmith.packs"
 KINDS = ("hardware", "model", "rules")
@@ -532,37 +532,46 @@ def detect_gpu_arch() -> str | None:
     return detect_gpu()[0]
 
 
-def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = None,
-                              gpu_name: str | None = None, detect: bool = True
-                              ) -> tuple[list[str], list[str]]:
-    """The default pack ids for a task on this GPU, and notes saying why (or why not).
+@dataclass(frozen=True)
+class HardwareChoice:
+    """Which hardware pack a selection has for the GPU, and why: what the TUI notifies
+    (harness.events.HardwarePackChosen). pack_id None: none was chosen; `reason` then says how to pick one."""
 
-    - hardware: harness.authoring.hardware.match_hardware: the pack whose applies_to.arch has the GPU's target
-      (sm_90, gfx942) and, when it lists applies_to.gpu, whose gpu names the device (H100 and H200
-      are both sm_90; an A30 is sm_80 but no A100);
-    - model packs the task names (task.toml `models`), and model packs whose applies_to.task
-      names the task;
-    - rules packs the task requires (task.toml `rules`), and rules packs whose applies_to names the
-      task or the task's DSL.
-    A pack id the task names but no source provides raises PackError naming the task file.
-    """
-    notes: list[str] = []
+    pack_id: str | None
+    reason: str  # the line a person reads
+
+
+def choose_hardware(catalog: Catalog, arch: str | None = None, gpu_name: str | None = None,
+                    detect: bool = True) -> HardwareChoice:
+    """harness.authoring.hardware.match_hardware for this GPU (`arch=None` and `detect`: the GPU in this
+    machine): the pack whose applies_to.arch has the GPU's target (sm_90, gfx942) and, when it lists
+    applies_to.gpu, whose gpu names the device (H100 and H200 are both sm_90; an A30 is sm_80 but no A100)."""
     how = "given"
     if arch is None and detect:
         d = _detect()
         arch, gpu_name, how = d.arch, d.name, d.how
-    ids: list[str] = []
     hw_id, why = match_hardware(catalog.sorted(), arch, gpu_name)
     if hw_id:
-        ids.append(hw_id)
-        notes.append(f"hardware {hw_id}: chosen for the detected GPU: {why} ({how})" if how != "given"
-                     else f"hardware {hw_id}: {why}")
-    elif arch:
-        notes.append(f"hardware: none chosen: {why}; pick one with --packs ID (`{command('packs list')}`), "
-                     f"or write one with `{command('packs new hardware ID')}`")
-    else:
-        notes.append(f"hardware: none chosen ({how if how != 'given' else 'no GPU given'}); add one with "
-                     f"--packs ID (`{command('packs list')}` shows the hardware packs)")
+        return HardwareChoice(hw_id, f"hardware {hw_id}: chosen for the detected GPU: {why} ({how})"
+                              if how != "given" else f"hardware {hw_id}: {why}")
+    if arch:
+        return HardwareChoice(None, f"hardware: none chosen: {why}; pick one with --packs ID "
+                                    f"(`{command('packs list')}`), or write one with "
+                                    f"`{command('packs new hardware ID')}`")
+    return HardwareChoice(None, f"hardware: none chosen ({how if how != 'given' else 'no GPU given'}); add one "
+                                f"with --packs ID (`{command('packs list')}` shows the hardware packs)")
+
+
+def task_packs(task: Any, catalog: Catalog, chosen: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    """The model and rules packs a task gets by default, beside the `chosen` ones, and a note for each:
+    - model packs the task names (task.toml `models`), and model packs whose applies_to.task
+      names the task;
+    - rules packs the task requires (task.toml `rules`), and rules packs whose applies_to names the
+      task or the task's DSL.
+    A pack id the task names but no source provides raises PackError naming the task file."""
+    notes: list[str] = []
+    ids: list[str] = []
+    taken = set(chosen)
     toml_path = getattr(task, "toml_path", "task.toml")
     for fld, kind in (("models", "model"), ("rules", "rules")):
         for pid in getattr(task, fld, []) or []:
@@ -573,12 +582,12 @@ def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = No
             if catalog.packs[pid].kind != kind:
                 raise PackError(toml_path, fld, f"pack {pid!r} is a {catalog.packs[pid].kind} pack, "
                                 f"not a {kind} pack")
-            if pid not in ids:
+            if pid not in taken and pid not in ids:
                 ids.append(pid)
                 notes.append(f"{kind} {pid}: named by the task")
     tname, dsl = getattr(task, "name", None), getattr(task, "dsl", None)
     for p in catalog.sorted():
-        if p.kind == "hardware" or p.id in ids:
+        if p.kind == "hardware" or p.id in ids or p.id in taken:
             continue
         if tname and tname in p.applies_to.get("task", []):
             ids.append(p.id)
@@ -588,6 +597,16 @@ def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = No
             ids.append(p.id)
             notes.append(f"rules {p.id}: applies to DSL {dsl}")
     return ids, notes
+
+
+def explain_default_selection(task: Any, catalog: Catalog, arch: str | None = None,
+                              gpu_name: str | None = None, detect: bool = True
+                              ) -> tuple[list[str], list[str]]:
+    """The default pack ids for a task on this GPU, and notes saying why (or why not), the hardware
+    pack's first: choose_hardware, then task_packs."""
+    hw = choose_hardware(catalog, arch, gpu_name, detect)
+    ids, notes = task_packs(task, catalog, [hw.pack_id] if hw.pack_id else [])
+    return ([hw.pack_id] if hw.pack_id else []) + ids, [hw.reason, *notes]
 
 
 def default_selection(task: Any, catalog: Catalog, arch: str | None = None,
@@ -653,10 +672,13 @@ class Selection:
 
 def session_selection(task: Any, catalog: Catalog, add: Iterable[str] = (), remove: Iterable[str] = (),
                       saved: Selection | None = None, arch: str | None = None,
-                      gpu_name: str | None = None) -> tuple[Selection, list[str]]:
+                      gpu_name: str | None = None) -> tuple[Selection, list[str], HardwareChoice | None]:
     """A session's packs: the saved selection when resuming, else the default for the task and
-    GPU; then the user's --packs additions and --no-packs removals. Returns it and notes saying why.
-    Unknown ids raise KeyError naming the known ones."""
+    GPU; then the user's --packs additions and --no-packs removals. Returns it, notes saying why
+    each pack is in or out, and the hardware choice (its line is not among the notes; None when
+    nothing chose one: a saved selection, with no hardware pack added). Unknown ids raise KeyError
+    naming the known ones."""
+    hardware: HardwareChoice | None = None
     if saved is not None:
         sel, notes = Selection(list(saved.ids)), ["packs: the session's saved selection"]
         missing = [i for i in sel.ids if i not in catalog.packs]
@@ -665,24 +687,31 @@ def session_selection(task: Any, catalog: Catalog, add: Iterable[str] = (), remo
                            f"now (known: {', '.join(sorted(catalog.packs)) or 'none'}); reinstall them, "
                            f"or resume with --no-packs {','.join(missing)}")
     else:
-        ids, notes = explain_default_selection(task, catalog, arch, gpu_name)
-        sel = Selection(ids)
+        hardware = choose_hardware(catalog, arch, gpu_name)
+        chosen = [hardware.pack_id] if hardware.pack_id else []
+        ids, notes = task_packs(task, catalog, chosen)
+        sel = Selection(chosen + ids)
     for r in remove:
         if r not in sel.ids:
             catalog.get(r)  # a typo is an error; a known but unselected pack is a no-op
             notes.append(f"--no-pack {r}: not selected anyway")
         else:
             sel.remove(r)
-            notes.append(f"removed {r} (--no-pack)")
+            if hardware is not None and hardware.pack_id == r:
+                hardware = HardwareChoice(None, f"hardware: none chosen: {r} removed with --no-packs")
+            else:
+                notes.append(f"removed {r} (--no-pack)")
     for a in add:
         sel.add(a, catalog)
         if catalog.packs[a].kind == "hardware":
-            # The person named the GPU's pack: a "none chosen" line from detection no longer holds.
-            notes = [n for n in notes if not n.startswith("hardware: none chosen")]
-            notes.append(f"hardware {a}: chosen with --packs")
+            # The person named the GPU's pack: it is the choice now; what detection chose (or why
+            # it chose none) stays a note only while that pack is still selected.
+            if hardware is not None and hardware.pack_id not in (None, a):
+                notes.append(hardware.reason)
+            hardware = HardwareChoice(a, f"hardware {a}: chosen with --packs")
         else:
             notes.append(f"added {a} (--pack)")
-    return sel, notes
+    return sel, notes, hardware
 
 
 # -- live reload -------------------------------------------------------------------------------

@@ -73,6 +73,7 @@ class Child:
         from harness.evaluate import timing  # (loaded in preload, a timed start-up phase; only bound here)
 
         self.timing = timing
+        self.timing_sources: tuple | None = None  # timing.time_shape's inputs, kept for a keep_sources request
         self.snapshot = guards.identity_snapshot(self._guarded())
         self.calls = 0
         self.introspection = guards.IntrospectionWatch()

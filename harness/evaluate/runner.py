@@ -130,7 +130,7 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
             run.reject("static", f"static:{viol.get('rule')}", msg + where)
         for viol in violations:
             if viol not in errors:  # warnings go to the agent and the person, not into the decision
-                run.notes.append(f"static warning: {viol.get('rule')}: {viol.get('message')} (line {viol.get('line')})")
+                run.notes.append(vd.static_warning_note(viol))
         if errors:
             return _finish(v, run, t0, timing_available=False)
 

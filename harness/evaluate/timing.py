@@ -93,17 +93,17 @@ def time_shape(child: Any, req: dict) -> dict:
     # Value sources (n + 1) rotate through buffers (n): a buffer never sees the same values twice
     # in a row. n is chosen by the parent so the buffers together exceed L2.
     key = (repr(sorted(dims.items())), tuple(seeds))
-    cached = getattr(child, "_timing_sources", None)
+    cached = getattr(child, "timing_sources", None)
     if req.get("keep_sources") and cached is not None and cached[0] == key:  # benchmarks: same seeds again
         sources, expected = cached[1], cached[2]
     else:
-        child._timing_sources = None
+        child.timing_sources = None
         sources = [child.inputs(dims, s) for s in seeds]
         expected = []
         for src in sources:  # the reference, captured before any candidate import, on its own copy
             expected.append(child.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in src]))
         if req.get("keep_sources"):
-            child._timing_sources = (key, sources, expected)
+            child.timing_sources = (key, sources, expected)
     n_buf = max(1, len(sources) - 1)
     buffers = [[x.clone() if isinstance(x, torch.Tensor) else x for x in src] for src in sources[:n_buf]]
     flush = torch.empty(max(2 * l2, 64 * 2**20), dtype=torch.uint8, device="cuda")

@@ -172,6 +172,13 @@ def cannot_keep_reason(verdict: "dict | Verdict") -> str:
     return as_verdict(verdict).cannot_keep_reason
 
 
+def static_warning_note(violation: dict) -> str:
+    """The verdict's note for a static violation that only warns (it goes to the agent and the
+    person, not into the decision). `warpsmith eval` knows it by this, not by its words."""
+    return (f"static warning: {violation.get('rule')}: {violation.get('message')} "
+            f"(line {violation.get('line')})")
+
+
 def outcome_of(verdict: "dict | Verdict") -> str:
     """One word for the agent's history (Verdict.outcome), of a verdict or its wire form."""
     return as_verdict(verdict).outcome

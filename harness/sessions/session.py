@@ -16,14 +16,17 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.events import PacksSelected
+from harness.events import DecisionMode, IdeaFromProfile, IdeasChanged, PacksSelected
 from harness.sessions.history import SessionHistory
 from harness.invocation import command
 from harness.sessions.journal import Journal, write_results_tsv
 from harness.authoring.packs import Selection
 from harness.sessions.workspace import Workspace
+
+if TYPE_CHECKING:  # (types only: the step profile's module is loaded when a profile is made)
+    from harness.model.step_profile import StepProfile, StepRow
 
 
 def sessions_root(base: Path | None = None) -> Path:
@@ -100,6 +103,25 @@ class Session:
         self.journal.append(record)
         if record.get("kind") == "Decision":
             write_results_tsv(self.root / "results.tsv", self.journal.read())
+
+    # -- what a person changes mid-session: journalled here, so no front end writes the journal ---
+    def set_ideas(self, ideas: list[str]) -> None:
+        """The person's standing directions (the TUI's `i`): in session.json for the next prompt, and
+        journalled (IdeasChanged)."""
+        self.meta.ideas = list(ideas)
+        self.save_meta()
+        self.record(IdeasChanged(list(ideas)).to_json())
+
+    def set_decision_mode(self, mode: str) -> None:
+        """A switch between deciding each candidate and following the recommendation (the TUI's `a`:
+        manual | auto), journalled before any decision the new mode makes."""
+        self.record(DecisionMode(mode).to_json())
+
+    def idea_from_profile(self, idea: str, row: StepRow, profile: StepProfile) -> None:
+        """An idea a person started from a line of the step profile, journalled with the line and what
+        was profiled (IdeaFromProfile), so the idea traces back to its evidence."""
+        self.record(IdeaFromProfile(idea, asdict(row), profile.workload, profile.device, profile.measured,
+                                    profile.candidate).to_json())
 
     # -- pack selection: the journal is its record ------------------------------------------------
     def set_packs(self, ids: list[str]) -> None:

@@ -207,3 +207,18 @@ def test_shapes_the_evaluation_stopped_before_say_not_run_not_NO():
     table = shape_table(Verdict.from_json(v))
     assert table[2].split()[1:3] == ["not", "run"] and table[1].split()[1] == "NO"
     assert [r[1] for r in shape_rows(Verdict.from_json(v))] == ["wrong", "not run", "not run"]
+
+
+def test_a_located_static_warning_is_said_once_with_its_line_and_other_notes_stay():
+    from harness.evaluate.verdict import static_warning_note
+
+    located = {"rule": "no-sleep", "message": "time.sleep in a kernel module", "line": 7, "col": 1,
+               "severity": "warning", "snippet": "time.sleep(1)"}
+    nowhere = {"rule": "odd-import", "message": "an import at run time", "severity": "warning"}
+    v = _verdict(accepted=True, stage="done", violations=[located, nowhere],
+                 notes=[static_warning_note(located), static_warning_note(nowhere), "sandbox: bwrap"])
+    text = _text(v)
+    assert "! /tmp/x/cand.py:7:" in text and "no-sleep" in text  # with the violations, file:line
+    assert f"note: {static_warning_note(located)}" not in text  # not said a second time
+    assert f"note: {static_warning_note(nowhere)}" in text  # no line to list it by: still a note
+    assert "note: sandbox: bwrap" in text

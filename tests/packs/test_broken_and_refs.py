@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from warpsmith.cli import main
-from harness.authoring.packs import (BUILTIN_PACKS, BrokenPackError, PackError, Selection, discover,
+from harness.authoring.packs import (BUILTIN_PACKS, BrokenPackError, HardwareChoice, PackError, Selection, discover,
                            explain_default_selection, load_pack, session_selection, user_packs_dir)
 from tests.packs.test_selection import T
 
@@ -79,11 +79,29 @@ def test_the_default_for_an_h200_with_a_broken_copy_is_refused(broken_h200):
         Selection(ids).resolve(cat)
 
 
-def test_packs_flag_names_the_hardware_pack_in_the_notes():
+def test_packs_flag_names_the_hardware_pack_chosen():
     cat = discover()
-    sel, notes = session_selection(T(), cat, add=["l40s"], arch=None)
-    assert "l40s" in sel.ids and "hardware l40s: chosen with --packs" in notes
-    assert not any(n.startswith("hardware: none chosen") for n in notes)
+    sel, notes, hardware = session_selection(T(), cat, add=["l40s"], arch=None)
+    assert "l40s" in sel.ids
+    # the person's pick replaces detection's "none chosen": one hardware line, typed
+    assert hardware == HardwareChoice("l40s", "hardware l40s: chosen with --packs")
+    assert not any("hardware" in n for n in notes)
+
+
+def test_the_hardware_choice_follows_the_flags():
+    cat = discover()
+    _, notes, hardware = session_selection(T(), cat, arch="sm_90", gpu_name="NVIDIA H200")
+    assert hardware.pack_id == "h200" and hardware.reason.startswith("hardware h200: ")
+    assert hardware.reason not in notes  # said once, as the choice
+    sel, _, hardware = session_selection(T(), cat, remove=["h200"], arch="sm_90", gpu_name="NVIDIA H200")
+    assert "h200" not in sel.ids and hardware == HardwareChoice(None, "hardware: none chosen: h200 removed "
+                                                                      "with --no-packs")
+    # a second hardware pack beside the detected one: the person's is the choice, detection's a note
+    sel, notes, hardware = session_selection(T(), cat, add=["l40s"], arch="sm_90", gpu_name="NVIDIA H200")
+    assert sel.ids[0] == "h200" and "l40s" in sel.ids and hardware.pack_id == "l40s"
+    assert any(n.startswith("hardware h200: ") for n in notes)
+    # a saved selection (a resume) chooses nothing
+    assert session_selection(T(), cat, saved=Selection(["h200"]))[2] is None
 
 
 def test_pack_commands_take_an_id_or_a_path(capsys, tmp_path):

@@ -7,8 +7,8 @@ import threading
 import time
 
 from harness import events as ev
-from harness.authoring.packs import PackWatcher, load_pack
-from harness.prompt import PromptBuilder, build_prompt
+from harness.authoring.packs import Catalog, PackWatcher, load_pack
+from harness.prompt import SessionPrompt, build_prompt
 from harness.authoring.tasks import load_task
 
 TASK = load_task("softmax", check_null=False)
@@ -76,7 +76,7 @@ def test_loop_journal_records_pack_provenance_and_picks_up_edits(tmp_path, write
     from harness.sessions.session import Session
 
     d = write_pack(tmp_path / "packs", "hw", files={"a.md": "first\n"})
-    session = Session.create("softmax", "tuner", TASK.baseline_path.read_text(), base=tmp_path)
+    session = Session.create("softmax", "tuner", TASK.baseline_path.read_text(), base=tmp_path, packs=["hw"])
     emitted: list = []
     loop_ref: list = []
     watcher = PackWatcher([load_pack(d)], lambda i, ok, m: loop_ref[0].emit(ev.PackReloaded(i, ok, m)))
@@ -88,9 +88,9 @@ def test_loop_journal_records_pack_provenance_and_picks_up_edits(tmp_path, write
 
     verdict = {"accepted": True, "stage": "done", "reasons": [], "shapes": [], "timing_available": False,
                "recommendation": {"action": "revert", "reason": "canned", "can_keep": True}}
-    builder = PromptBuilder(watcher)
     loop = Loop(session, TASK, TunerAgent(), EditingDecider(), lambda *a: verdict, emit=emitted.append,
-                max_iterations=2, prompt_builder=builder)
+                max_iterations=2)
+    builder = loop.prompt_builder = SessionPrompt(session, TASK, Catalog({"hw": load_pack(d)}), watcher, loop.emit)
     loop_ref.append(loop)
     loop.run()
     recs = [r for r in session.journal.read() if r.get("kind") == "PromptPacks"]

@@ -9,7 +9,7 @@ from harness.authoring.tasks import load_task
 def test_each_rule_message_appears_once_in_the_prompt():
     task = load_task("softmax")
     catalog = discover()
-    sel, _ = session_selection(task, catalog, [], [], None)
+    sel, _, _ = session_selection(task, catalog, [], [], None)
     packs = sel.resolve(catalog)
     p = build_prompt(task, task.baseline_path.read_text(), packs)
     full = p.system + "\n" + p.user

@@ -91,3 +91,24 @@ def test_candidates_committed_and_kept_from_many_threads_all_land(tmp_path):
     assert errors == []
     assert len(ws.refs("refs/candidates/")) == 13 and len(ws.refs("refs/kept/")) == 12
     assert ws.source("refs/heads/best") in {f"BLOCK = {i + 2}\n" for i in range(12)}
+
+
+def test_what_a_person_changes_is_journalled_by_the_session(tmp_path):
+    """The TUI's screens act through these (ideas, decision mode, an idea from the step profile):
+    none of them writes the journal itself."""
+    from harness.sessions.history import SessionHistory
+    from harness.sessions.session import Session
+    from harness.model.step_profile import StepProfile, StepRow
+
+    s = Session.create("softmax", "tuner", "BLOCK = 1\n", base=tmp_path)
+    s.set_ideas(["try a persistent kernel"])
+    s.set_decision_mode("auto")
+    row = StepRow("softmax (task kernel)", "task", calls=1, share=0.5, bound="memory")
+    s.idea_from_profile("fuse the scale", row, StepProfile("softmax", "decode step", "cpu", False, None, [row],
+                                                           candidate="c0ffee"))
+    assert Session.open(s.id, tmp_path).meta.ideas == ["try a persistent kernel"]
+    kinds = [r["kind"] for r in s.journal.read()]
+    assert kinds[-3:] == ["IdeasChanged", "DecisionMode", "IdeaFromProfile"]
+    idea = SessionHistory.of(s).events()[-1]
+    assert (idea.idea, idea.row["name"], idea.row["share"], idea.workload, idea.measured, idea.candidate) == \
+        ("fuse the scale", "softmax (task kernel)", 0.5, "decode step", False, "c0ffee")

@@ -194,8 +194,7 @@ async def test_a_pack_pick_is_journalled_at_once_and_resume_uses_it(tmp_path: Pa
         await pilot.press("y")
     # What `warpsmith sessions resume` runs: the pick is the resumed session's selection.
     again = Session.open(app.session.id, tmp_path)
-    _, sel, _, _ = select_packs(again, app.task_, app.cfg, resumed=True)
-    assert sel.ids == ["reward-hacks", "h200"]
+    assert select_packs(again, app.task_, app.cfg, resumed=True).selection.ids == ["reward-hacks", "h200"]
 
 
 # -- 6: the pack picker -------------------------------------------------------------------------

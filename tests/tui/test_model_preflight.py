@@ -23,7 +23,7 @@ def no_keys(monkeypatch, tmp_path):
 
 
 def switches(app) -> list[dict]:
-    return [r for r in journal_kinds(app, "AgentNotice") if "switched" in r["message"]]
+    return journal_kinds(app, "AgentSwitched")
 
 
 async def type_spec(pilot, app, spec: str) -> ModelScreen:

@@ -184,11 +184,12 @@ async def test_model_switch_is_journalled_and_bad_specs_are_refused(tmp_path: Pa
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.run_screen)
         await pilot.pause(0.3)
-        assert not [r for r in journal_kinds(app, "AgentNotice") if "switched" in r["message"]]
+        assert not journal_kinds(app, "AgentSwitched")
         await pilot.press("m")
         await wait_until(pilot, lambda: isinstance(app.screen, ModelScreen))
         await pilot.press(*"tuner", "enter")
-        await wait_until(pilot, lambda: [r for r in journal_kinds(app, "AgentNotice") if "switched" in r["message"]])
+        await wait_until(pilot, lambda: journal_kinds(app, "AgentSwitched"))
+        assert journal_kinds(app, "AgentSwitched")[-1]["agent"] == "tuner"
         assert app.session.meta.agent == "tuner" and app.session.meta.options["agent"] == "tuner"
         await wait_until(pilot, lambda: app.state.agent.startswith("tuner"))
         await pilot.press("q")

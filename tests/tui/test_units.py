@@ -147,6 +147,20 @@ def test_state_counts_dsl_and_rule_breaks_per_model():
     assert any("no-torch-fallback" in b.text for b in s.turns[-1].blocks)
 
 
+def test_an_agent_switch_is_a_typed_event_and_an_old_notice_of_one_stays_a_notice():
+    s = RunState(agent="tuner")
+    areas = s.apply(ev.AgentSwitched(3, "anthropic", "claude-x"))
+    assert s.agent == "anthropic:claude-x" and {"status", "bench"} <= areas
+    assert s.turn(3).blocks[-1].text == "agent switched to anthropic:claude-x"  # a line in the reasoning pane
+    # a journal from before the event: its notice loads, replays as a line, and changes nothing else
+    old = ev.Event.from_json({"kind": "AgentNotice", "iteration": 4, "level": "info",
+                              "message": "agent switched to openai:gpt-x"})
+    assert s.apply(old) == {"reasoning"} and s.agent == "anthropic:claude-x"
+    assert s.turn(4).blocks[-1].text == "agent switched to openai:gpt-x"
+    again = ev.Event.from_json(ev.AgentSwitched(3, "anthropic", "claude-x").to_json())
+    assert again == ev.AgentSwitched(3, "anthropic", "claude-x")  # journalled by its fields
+
+
 def test_seal_point_cuts_at_paragraphs_outside_code_fences():
     from tui.widgets.reasoning import SEAL_CHARS, seal_point
 

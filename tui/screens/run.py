@@ -20,7 +20,6 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
-from harness import events as ev
 from harness.model.dispatch import bucket_results
 from harness.invocation import command
 from harness.loop import DecisionReply
@@ -314,7 +313,7 @@ class RunScreen(Screen[None]):
         app = self.wapp
         pending = app.decider.pending
         # Journalled before the open candidate's Decision: the mode changed, then the policy decided it.
-        app.session.record(ev.DecisionMode("manual" if app.decider.auto else "auto").to_json())
+        app.session.set_decision_mode("manual" if app.decider.auto else "auto")
         answered = app.decider.set_auto(not app.decider.auto)
         app.state.mode = "auto" if app.decider.auto else "manual"
         msg = f"decisions: {app.state.mode}"
@@ -383,9 +382,7 @@ class RunScreen(Screen[None]):
             added = [i for i in ideas if i not in app.state.ideas and i.startswith(pick.prefill.split(". Idea:")[0])]
             app.edit_ideas_to(ideas)
             for idea in added:
-                app.session.record(ev.IdeaFromProfile(idea, pick.row.__dict__ | {}, pick.profile.workload,
-                                                      pick.profile.device, pick.profile.measured,
-                                                      pick.profile.candidate).to_dict())
+                app.session.idea_from_profile(idea, pick.row, pick.profile)
 
         def picked(pick: ProfilePick | None) -> None:
             if pick is not None:

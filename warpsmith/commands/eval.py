@@ -16,7 +16,7 @@ from warpsmith.commands.run import TIMEOUT_HELP, check_timeout
 from warpsmith.commands.check import CandidateUnreadable, read_candidate, violation_lines
 from harness.evaluate.records import Recommendation, Verdict
 from harness.evaluate.sandbox import from_cli
-from harness.evaluate.verdict import BEST_US, CAND_US
+from harness.evaluate.verdict import BEST_US, CAND_US, static_warning_note
 from harness.invocation import command
 from harness.authoring.tasks import TaskError, load_task
 
@@ -140,11 +140,11 @@ def print_table(v: Verdict, out=None) -> None:
             print("  timing unavailable (no GPU): correctness and guards only", file=out)
     for line in _reason_lines(v):
         print(line, file=out)
-    located = any(viol.get("line") for viol in v.violations or [])
+    # A located warning's note is listed with the violations above, file:line:col: not said twice.
+    said = {static_warning_note(viol) for viol in v.violations or [] if viol.get("line")}
     for n in v.notes:
-        if located and n.startswith("static warning: "):  # listed with the violations, file:line:col
-            continue
-        print(f"  note: {n}", file=out)
+        if n not in said:
+            print(f"  note: {n}", file=out)
     rec = v.recommended or Recommendation()
     if v.reasons:  # the reasons are listed just above; don't print the first one a second time
         print(f"  recommendation: {rec.action}", file=out)
