@@ -442,11 +442,13 @@ class Loop:
         slot.incumbent_source = ws.source(slot.incumbent_commit)
         self.remember(it, slot.source, slot.incumbent_commit)
         agent = slot.agent or self.agent
+        # meta (e.g. the tuner's config) must survive a resume, so it is journalled first: killed
+        # between the two, a proposal without its meta would be proposed again and refused as a repeat
+        # (an iteration lost); a meta without its proposal only marks that config as tried.
+        self.session.record(ev.ProposalMeta(it, slot.meta).to_json())
         self.emit(ev.CandidateProposed(it, slot.commit, slot.description,
                                        unified_diff(slot.incumbent_source, slot.source), slot.source,
                                        agent.name, agent.model, slot.incumbent_commit))
-        # meta (e.g. the tuner's config) must survive a resume: journal it beside the proposal.
-        self.session.record(ev.ProposalMeta(it, slot.meta).to_json())
         self._submit(slot)
 
     def _submit(self, slot: InFlight) -> None:
