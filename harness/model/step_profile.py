@@ -57,6 +57,10 @@ class StepRow:
     bound: str = "unknown"
     gain: float | None = None  # the whole step's speedup if this row ran at its roofline
     kernels: list[str] = field(default_factory=list)  # the first few kernel names
+    # The row's first call as the step made it, for `n` on the profile screen (a task of this op):
+    # {"op": "aten.mm.default", "args": [...]} with tensors as {"shape", "dtype"}; None for the
+    # task's own kernel, or arguments a task can't be made from (harness.authoring.optask).
+    example: dict | None = None
 
     def idea_context(self, p: "StepProfile") -> str:
         """The line an idea starts from when a person picks this row on the profile screen."""
@@ -140,7 +144,8 @@ def build_rows(costs: dict[str, dict], times: dict[str, dict] | None, step_us: f
             continue  # costed but launched no kernel (a copy folded away, a CPU-side op): not step time
         r = StepRow(name=n, kind=t.get("kind") or c.get("kind", "op"), calls=int(c.get("calls", 0)),
                     launches=float(t.get("launches", 0.0)), device_us=t.get("device_us"),
-                    bytes=c.get("bytes") or None, flops=c.get("flops") or None, kernels=list(t.get("kernels", []))[:4])
+                    bytes=c.get("bytes") or None, flops=c.get("flops") or None, kernels=list(t.get("kernels", []))[:4],
+                    example=c.get("example"))
         if ceilings is not None:
             r.roofline_us = roofline_us(r.bytes, r.flops, ceilings)
             cl = classify(r.bytes, r.flops, r.device_us, ceilings, max(1, int(round(r.launches)) or 1), r.device_us)
@@ -189,11 +194,31 @@ class _Costs:
         self.rows: dict[str, dict] = {}
         self.inside_task = 0  # >0 while a plugged-in kernel runs: its own torch calls are its business
 
-    def add(self, name: str, kind: str, bytes_: float, flops: float) -> None:
+    def add(self, name: str, kind: str, bytes_: float, flops: float, call: tuple | None = None) -> None:
         r = self.rows.setdefault(name, {"kind": kind, "calls": 0, "bytes": 0.0, "flops": 0.0})
+        if call is not None and "example" not in r:
+            r["example"] = op_example(*call)
         r["calls"] += 1
         r["bytes"] += bytes_
         r["flops"] += flops
+
+
+def op_example(func: Any, args: tuple, kwargs: dict) -> dict | None:
+    """An op's call as JSON: tensors by shape and dtype, plain values as they are. None where an
+    argument is something else (a generator, a tensor list with a layout, a symbolic size...)."""
+    def arg(a: Any) -> Any:
+        if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(a, "stride"):
+            return {"shape": list(a.shape), "dtype": str(a.dtype).removeprefix("torch.")}
+        if a is None or isinstance(a, (bool, int, float, str)):
+            return a
+        if isinstance(a, (list, tuple)):
+            return [arg(x) for x in a]
+        raise TypeError(type(a).__name__)
+
+    try:
+        return {"op": str(func), "args": [arg(a) for a in args], "kwargs": {k: arg(v) for k, v in kwargs.items()}}
+    except TypeError:
+        return None
 
 
 def _flops(func: Any, args: tuple, kwargs: dict, out: Any) -> float:
@@ -230,11 +255,12 @@ def _dispatch_mode(costs: _Costs):
                 # operands land, not whole; a fill with no other operand writes all of it.
                 others = ins[1:]
                 nbytes = 2 * _nbytes(others) if others else _nbytes(ins[:1])
-                costs.add(name, "op", nbytes, _flops(func, args, kwargs, out))
+                costs.add(name, "op", nbytes, _flops(func, args, kwargs, out), (func, args, kwargs))
                 return out
             if outs and all(_storage(t) in in_storages for t in outs):
                 return out  # a view: no kernel, no bytes
-            costs.add(name, "op", _nbytes(ins) + _nbytes(outs), _flops(func, args, kwargs, out))
+            costs.add(name, "op", _nbytes(ins) + _nbytes(outs), _flops(func, args, kwargs, out),
+                      (func, args, kwargs))
             return out
 
     return Mode()

@@ -60,6 +60,9 @@ def test_cpu_profile_of_the_softmax_workload_counts_ops_and_measures_nothing(cpu
     assert {"aten::mm", "aten::bmm"} <= set(names)
     mm = next(r for r in p.rows if r.name == "aten::mm")
     assert mm.flops and mm.bytes and mm.calls == 3  # wq, wo, w_up
+    # Each op's first call, as the step made it: what `n` on the profile screen makes a task of.
+    assert mm.example["op"] == "aten.mm.default" and [a["dtype"] for a in mm.example["args"]] == ["bfloat16"] * 2
+    assert next(r for r in p.rows if r.kind == "task").example is None  # the task's own kernel: not an op
     assert sum(r.share for r in p.rows) == pytest.approx(1.0)
     again = StepProfile.from_json(json.loads(json.dumps(p.to_json())))
     assert again.rows[0].name == p.rows[0].name and again.note == p.note

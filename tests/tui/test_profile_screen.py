@@ -98,3 +98,52 @@ def test_profile_screen_160(snap_compare, tmp_path):
 def test_profile_screen_100(snap_compare, tmp_path):
     app, run_before = _snap_app(tmp_path)
     assert snap_compare(app, run_before=run_before, terminal_size=(100, 32))
+
+
+async def test_n_makes_a_task_of_the_highlighted_op_with_its_shapes_from_the_step(tmp_path: Path):
+    """`n` writes the op's call as a PyTorch file and makes the task from it, as `tasks new` would;
+    a row without a recorded call (the task's own kernel) has no `n`."""
+    from harness.authoring.tasks import load_task
+
+    profile = demo_profile("x")
+    bmm = next(r for r in profile.rows if r.name == "aten::bmm")
+    bmm.example = {"op": "aten.bmm.default", "kwargs": {},
+                   "args": [{"shape": [4, 2, 16], "dtype": "float32"}, {"shape": [4, 16, 8], "dtype": "float32"}]}
+    app = static_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = ProfileScreen(lambda: profile, None, "x", task_dir=tmp_path)
+        app.push_screen(screen)
+        await wait_until(pilot, lambda: screen.profile is not None)
+        task_row = next(i for i, r in enumerate(profile.rows) if r.kind == "task")
+        screen.query_one("#profile-table").move_cursor(row=task_row)
+        await pilot.pause()
+        assert screen.check_action("new_task", ()) is False
+        screen.query_one("#profile-table").move_cursor(row=profile.rows.index(bmm))
+        await pilot.pause()
+        assert screen.check_action("new_task", ()) is True
+        await pilot.press("n")
+        made = tmp_path / "kernels" / "bmm_4x2x16_4x16x8"
+        await wait_until(pilot, lambda: "wrote" in str(screen.query_one("#profile-kernel").render()),
+                         what="the task made", timeout=120)
+        shown = str(screen.query_one("#profile-kernel").render())
+        assert str(made) in shown and "run bmm_4x2x16_4x16x8" in shown
+    t = load_task(made)
+    assert t.name == "bmm_4x2x16_4x16x8" and len(t.contract.inputs) == 2
+    assert (tmp_path / ".warpsmith" / "ops" / "bmm_4x2x16_4x16x8.py").is_file()
+    assert "torch.ops.aten.bmm.default(x0, x1)" in (made / "reference.py").read_text()
+
+
+def test_an_in_place_op_or_integer_inputs_are_refused_in_one_line(tmp_path: Path):
+    import pytest
+
+    from harness.authoring.newtask import NewTaskError
+    from harness.authoring.optask import make_op_task
+
+    with pytest.raises(NewTaskError, match="in place"):
+        make_op_task({"op": "aten.add_.Scalar", "args": [{"shape": [2], "dtype": "float32"}, 1.0], "kwargs": {}},
+                     "a step", tmp_path)
+    with pytest.raises(NewTaskError, match="int64 tensors"):
+        make_op_task({"op": "aten.index_select.default", "kwargs": {},
+                      "args": [{"shape": [8, 4], "dtype": "float32"}, 0, {"shape": [3], "dtype": "int64"}]},
+                     "a step", tmp_path)
+    assert not (tmp_path / "kernels").exists()

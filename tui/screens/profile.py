@@ -3,7 +3,8 @@
 The measurement (harness.model.step_profile) runs in a separate process, never in the UI's: it imports
 the incumbent kernel, and on a GPU it takes seconds. A thread worker waits for it and posts a typed
 message back (harlequin's pattern). The result is cached in the session folder per incumbent, so
-reopening the screen is instant; `r` measures again.
+reopening the screen is instant; `r` measures again. `n` makes a task of the highlighted op, its
+shapes from the step (harness.authoring.optask), in the folder warpsmith runs in, also in a worker.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from harness import invocation
 from harness.evaluate.process import scrubbed_env
 from harness.evaluate.sandbox import confine
 from harness.model.step_profile import StepProfile, StepRow, header_lines, kernel_lines
@@ -38,6 +40,14 @@ class ProfilePick:
     row: StepRow
     profile: StepProfile
     prefill: str
+
+
+class OpTaskMade(Message):
+    """`n`'s result: the lines to show (what was written and what to run next), or why not."""
+
+    def __init__(self, lines: list[str], error: str = "") -> None:
+        super().__init__()
+        self.lines, self.error = lines, error
 
 
 class ProfileMeasured(Message):
@@ -88,11 +98,14 @@ class ProfileScreen(ModalScreen[ProfilePick | None]):
     BINDINGS = [
         Binding("escape", "close", "close"),
         Binding("r", "remeasure", "measure again"),
+        Binding("n", "new_task", "task of this op"),
     ]
 
-    def __init__(self, runner: Runner, cache: Path | None = None, label: str = "") -> None:
+    def __init__(self, runner: Runner, cache: Path | None = None, label: str = "",
+                 task_dir: Path | None = None) -> None:
         super().__init__()
         self.runner, self.cache, self.label = runner, cache, label
+        self.task_dir = task_dir  # where `n` writes kernels/NAME (default: the current folder)
         self.profile: StepProfile | None = None
 
     def compose(self) -> ComposeResult:
@@ -101,7 +114,8 @@ class ProfileScreen(ModalScreen[ProfilePick | None]):
             yield Static("measuring the task's end-to-end step...", id="profile-summary")
             yield DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="profile-kernel")
-            yield Static("Enter  start an idea from this line     r  measure again     Esc  close", id="profile-keys")
+            yield Static("Enter  an idea from this line    n  a task of this op    r  measure again    Esc  close",
+                         id="profile-keys")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -166,6 +180,55 @@ class ProfileScreen(ModalScreen[ProfilePick | None]):
             return
         row = self.profile.rows[int(event.row_key.value)]
         self.dismiss(ProfilePick(row, self.profile, row.idea_context(self.profile)))
+
+    def _highlighted(self) -> StepRow | None:
+        if self.profile is None:
+            return None
+        row = self.query_one(DataTable).cursor_row
+        return self.profile.rows[row] if 0 <= row < len(self.profile.rows) else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "new_task":  # only where the step recorded the op's call
+            row = self._highlighted()
+            return row is not None and row.example is not None
+        return True
+
+    @on(DataTable.RowHighlighted)
+    def _highlight_moved(self) -> None:
+        self.refresh_bindings()
+
+    def action_new_task(self) -> None:
+        row, p = self._highlighted(), self.profile
+        if row is None or p is None or row.example is None:
+            return
+        self.query_one("#profile-kernel", Static).update(Text(f"making a task of {row.name}..."))
+        self.make_task(row.example, f"{p.workload}, on {p.device}")
+
+    @work(thread=True, exclusive=True, group="op-task")
+    def make_task(self, example: dict, origin: str) -> None:
+        from harness.authoring.newtask import NewTaskError  # torch (seconds): only when a task is made
+        from harness.authoring.optask import describe, make_op_task
+
+        try:
+            t = make_op_task(example, origin, self.task_dir or Path.cwd())
+        except NewTaskError as e:
+            self.post_message(OpTaskMade([], str(e)))
+            return
+        except Exception as e:  # noqa: BLE001 - one line on the screen, never a dead app
+            self.post_message(OpTaskMade([], f"{type(e).__name__}: {e}"))
+            return
+        name = t.made.root.name
+        self.post_message(OpTaskMade([
+            f"wrote {t.made.root}: the task {name}, {describe(example)} (from {t.source}; "
+            f"made again with `{invocation.command(t.command)}`)",
+            f"  incumbent: {t.made.incumbent_why}",
+            f"next: {invocation.command(f'tasks validate {name}')}  then  {invocation.command(f'run {name}')}"]))
+
+    @on(OpTaskMade)
+    def op_task_made(self, message: OpTaskMade) -> None:
+        text = Text("\n".join(message.lines)) if not message.error else Text(
+            f"no task made: {message.error}", style="bold red")
+        self.query_one("#profile-kernel", Static).update(text)
 
     def action_remeasure(self) -> None:
         self.query_one("#profile-summary", Static).update("measuring the task's end-to-end step...")
