@@ -52,13 +52,18 @@ def op_source(example: dict, origin: str) -> tuple[str, str]:
         raise NewTaskError(f"{op} takes {', '.join(odd)} tensors: their values (indices, masks) need ranges "
                            "a profile doesn't record; write the function with its inputs and use "
                            "`tasks new --from FILE.py:FUNC`")
+    # Every distinct size above 1 is a dim of the task (example_inputs' int keyword parameters), so
+    # tasks new can make small interpreter shapes of a large step's, and --shapes can name them.
+    sizes = sorted({d for a in tensors for d in a["shape"] if d > 1}, reverse=True)
+    dim = {size: f"d{i}" for i, size in enumerate(sizes)}
     params, call, makes = [], [], []
     for a in example["args"]:
         if isinstance(a, dict):
             p = f"x{len(params)}"
             params.append(p)
             call.append(p)
-            makes.append(f"torch.randn({tuple(a['shape'])!r}, dtype=torch.{a['dtype']})")
+            shape = ", ".join(dim.get(d, str(d)) for d in a["shape"]) + ("," if len(a["shape"]) == 1 else "")
+            makes.append(f"torch.randn(({shape}), dtype=torch.{a['dtype']})")
         elif isinstance(a, list) and any(isinstance(x, dict) for x in a):
             raise NewTaskError(f"{op} takes a list of tensors: not made into a task here")
         else:
@@ -73,7 +78,7 @@ def {name}({", ".join(params)}):
     return torch.ops.{op}({", ".join(call)})
 
 
-def example_inputs():
+def example_inputs({", ".join(f"{n}={size}" for size, n in dim.items())}):
     return ({", ".join(makes)},)
 '''
     return text, name
