@@ -691,28 +691,15 @@ def _tolerance(dtypes: list[str], outs: tuple) -> dict[str, tuple[float, float]]
 def _graph_us(fn: Callable, xs: tuple, calls: int = 10, replays: int = 15) -> float:
     """Median microseconds per call over CUDA-graph replays of `calls` calls (the timing stage's batches
     replay graphs too): the GPU's time, not Python's launches."""
-    import torch  # (as above)
+    from harness.profiling.measure import capture_graph, replay_us  # (torch: as above)
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):  # warm-up off the capture: compiles
-            fn(*xs)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    def body() -> None:
         for _ in range(calls):
             fn(*xs)
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return sorted(times)[len(times) // 2]
+
+    fn(*xs)  # torch.compile compiles here, outside the warm-up's side stream
+    g, _ = capture_graph(body, warmup=1)
+    return replay_us(g, calls, replays)
 
 
 def choose_incumbent(ref: ModuleType, func: Callable, shapes: list[tuple[str, dict]], dtype: str, wanted: str,
