@@ -114,17 +114,26 @@ def test_batch_size_aims_at_a_few_milliseconds_within_memory():
 
 @pytest.fixture(scope="module")
 def children():
-    """An incumbent child and a candidate child per candidate file, in the interpreter."""
+    """A candidate child per candidate file, in the interpreter; the incumbent's child (the baseline,
+    never beside candidate code) is started once and serves every measurement of the module, as an
+    evaluation's kept incumbent child serves each of its shapes and its re-measure (a child start is
+    2-3 s of CPU)."""
     task = load_task("softmax")
     opts = EvalOptions(on_gpu=False, spare_child=False, run_timeout_s=120)
-    made = []
+    made: list[ChildProcess] = []
+    incumbent: list[ChildProcess] = []
 
     def make(role: str, path: Path) -> ChildProcess:
+        if role == "incumbent" and incumbent:
+            assert path == task.baseline_path
+            return incumbent[0]
         c = ChildProcess(task, False, opts)
         made.append(c)
         assert c.start(120).get("ok")
         r, _ = c.request({"op": "import", "role": role, "path": str(c.stage(path))}, 120)
         assert r.get("ok"), r
+        if role == "incumbent":
+            incumbent.append(c)
         return c
 
     yield task, opts, make
@@ -137,8 +146,9 @@ def _measure(children, candidate: str):
     shape = next(s for s in task.interpreter_shapes if s.name == "odd rows")
     pair = {"incumbent": make("incumbent", task.baseline_path), "candidate": make("candidate", CANDIDATES / candidate)}
     ref = task.load_reference()
+    # One incumbent batch alone (not 8): the tests here are about the timed batches of both roles.
     m = parent_clock.measure(pair, task, ref, shape, opts, lambda *p: hash(("seed",) + p) & 0xFFFFFFF,
-                             _output_checker(task, ref, shape), 1 << 20, samples=3, warmup=0)
+                             _output_checker(task, ref, shape), 1 << 20, samples=3, warmup=0, alone_batches=1)
     run = _Run(task, task.baseline_path)
     parent_clock.judge(run, {"name": shape.name, "roofline_pct": None}, m, (None, ""), {}, None)
     return m, {r["rule"] for r in run.reasons}
@@ -181,19 +191,24 @@ def test_every_stage_sees_where_the_evaluation_runs_not_auto(monkeypatch):
 
     monkeypatch.setattr(runner, "_evaluate_in_child", spy)
     task = load_task("softmax")
-    runner.evaluate(task, task.baseline_path, task.baseline_path, EvalOptions(time=False))
+    # One shape and no held-out stage: on_gpu is resolved in evaluate(), before any stage runs.
+    runner.evaluate(task, task.baseline_path, task.baseline_path,
+                    EvalOptions(time=False, shapes=["short rows"], heldout=False))
     assert seen and all(o is not None and o == g for g, o in seen)
 
 
 def _measure_tall(children, candidate: str, monkeypatch):
-    """A 200-row shape whose outputs count as large (SAMPLE_MIN lowered): the checked outputs come
-    back as 64 rows drawn after the batch. Records the row counts the parent's check received."""
+    """A 96-row shape (more rows than the 64 drawn) whose outputs count as large (SAMPLE_MIN lowered):
+    the checked outputs come back as 64 rows drawn after the batch. Records the row counts the parent's
+    check received. (96, not 200, rows and one incumbent batch alone: each call is one interpreted
+    program a row.)"""
     from harness.evaluate import channel
     from harness.authoring.tasks import Shape
 
     monkeypatch.setattr(channel, "SAMPLE_MIN", 1)
     task, opts, make = children
-    shape = Shape("tall", {"rows": 200, "cols": 96})
+    shape = Shape("tall", {"rows": 96, "cols": 96})
+    assert shape.dims["rows"] > channel.SAMPLE_ROWS
     pair = {"incumbent": make("incumbent", task.baseline_path), "candidate": make("candidate", CANDIDATES / candidate)}
     ref = task.load_reference()
     inner, got = _output_checker(task, ref, shape), []
@@ -203,7 +218,7 @@ def _measure_tall(children, candidate: str, monkeypatch):
         return inner(tensors, n_out, seed, **kw)
 
     m = parent_clock.measure(pair, task, ref, shape, opts, lambda *p: hash(("seed",) + p) & 0xFFFFFFF,
-                             check, 1 << 20, samples=3, warmup=0, sample_rows=True)
+                             check, 1 << 20, samples=3, warmup=0, sample_rows=True, alone_batches=1)
     return m, got
 
 
@@ -238,8 +253,8 @@ def test_the_rows_are_drawn_the_same_on_both_sides_and_only_for_large_outputs():
 
 
 def test_a_kernel_that_skips_every_eighth_row_is_caught_by_the_sampled_rows(children, monkeypatch):
-    """Spelled apart from half_rows_stale: a strided skip of 1/8 of the rows, missed by one 64-row
-    sample with probability (7/8)^64 (~2e-4)."""
+    """Spelled apart from half_rows_stale: a strided skip of 1/8 of the rows (12 of the 96), missed by
+    one 64-row sample with probability C(84, 64) / C(96, 64) (~1e-7)."""
     m, got = _measure_tall(children, "strided_row_skip.py", monkeypatch)
     cand = m["roles"]["candidate"]
     assert got and all(s == (channel_rows(), 96) for s in got)
