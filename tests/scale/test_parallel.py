@@ -281,7 +281,7 @@ def test_one_candidate_in_flight_is_the_sequence_and_two_decide_the_same(tmp_pat
         if n == 1:
             assert [file_of[d["iteration"]] for d in decisions] == files  # in the agent's order
             kinds = [r["kind"] for r in recs if r["kind"] not in ("PromptPacks", "Reasoning")]
-            step = ["IterationStarted", "CandidateProposed", "ProposalMeta", "EvalStarted", "StaticResult",
+            step = ["IterationStarted", "ProposalMeta", "CandidateProposed", "EvalStarted", "StaticResult",
                     "EvalResult", "Recommendation", "DecisionNeeded", "Decision"]
             wrong = [k for k in step if k != "DecisionNeeded"]  # a failed candidate: nothing to ask
             assert kinds[:-3] == step * 3 + wrong + step  # then the agent's last answer and the end
