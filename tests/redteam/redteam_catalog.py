@@ -95,3 +95,34 @@ def check(cheat: "Cheat", v: dict) -> str | None:
     if v["recommendation"]["can_keep"] or v["recommendation"]["action"] != "revert":
         return "rejected, but the recommendation still allows keeping it"
     return None
+
+
+# Evaluated once, in tests/redteam/test_sandbox.py, which inspects the host afterwards (files that did not
+# land, processes that did not survive, connections that never came, credentials out of reach) and checks
+# each verdict against this catalog as test_redteam.py checks the others: not a second time there.
+SANDBOX_CHEATS = ("survivor_pty", "survivor_double_fork", "escape_writes", "credential_files", "network_exfil",
+                  "harness_source_rewrite")
+# Credentials planted in the parent's environment while the catalog runs: none may reach candidate code.
+CANARIES = {"ANTHROPIC_API_KEY": "WARPSMITH_CANARY_anthropic", "MY_SERVICE_TOKEN": "WARPSMITH_CANARY_token",
+            "AWS_SECRET_ACCESS_KEY": "WARPSMITH_CANARY_aws"}
+
+
+def assert_verdict(cheat: "Cheat", v: dict) -> None:
+    """What test_redteam.py (and test_sandbox.py for its cheats) requires of a cheat's verdict."""
+    detail = "\n".join(f"{r['rule']}: {r['message'][:300]}" for r in v["reasons"]) + "\n" + v.get("output", "")[-2000:]
+    problem = check(cheat, v)
+    assert problem is None, f"{cheat.name}: {problem}\n{detail}"
+    if cheat.expect == ["accepted"]:
+        assert all(s["correct"] for s in v["shapes"])
+    if cheat.name in ("slow_import", "sys_exit_import"):
+        assert v["stage"] == "import"
+    # A rejection on a held-out shape or hard input names it: the shape's dims, or the case.
+    for r in v["reasons"]:
+        if r["rule"] == "heldout-incorrect":
+            failed = [h for h in v["heldout"] if h["correct"] is False]
+            assert any(r["message"].startswith(f"[{h['name']}] ") for h in failed), r["message"]
+            assert all(h["name"].startswith("held-out ") and h["dims"] for h in failed)
+        elif r["rule"] == "hard-case-incorrect":
+            failed = [h for h in v["hard_cases"] if h["correct"] is False]
+            assert any(r["message"].startswith(f"[hard case {h['case']!r} on {h['shape']}") for h in failed)
+    assert "WARPSMITH_CANARY" not in repr(v)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from redteam_catalog import Cheat, all_cheats, check, dsl_missing  # this folder is on sys.path under pytest
+from redteam_catalog import CANARIES, SANDBOX_CHEATS, Cheat, all_cheats, assert_verdict, dsl_missing  # (this folder is on sys.path under pytest)
 
 from harness.evaluate import EvalOptions, evaluate
 from harness.authoring.tasks import load_task
@@ -40,6 +40,8 @@ def _cuda() -> bool:
 
 def _params():
     for c in CHEATS:
+        if c.name in SANDBOX_CHEATS:  # evaluated and checked against the catalog in test_sandbox.py
+            continue
         marks = [pytest.mark.gpu, pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")] if c.device == "gpu" else []
         missing = dsl_missing(c) if c.device == "gpu" else None
         if missing:  # (a CuTe DSL candidate where nvidia-cutlass-dsl is not installed)
@@ -56,8 +58,6 @@ def test_catalog_is_big_enough():
     assert len({c.name for c in CHEATS}) == len(CHEATS)
 
 
-CANARIES = {"ANTHROPIC_API_KEY": "WARPSMITH_CANARY_anthropic", "MY_SERVICE_TOKEN": "WARPSMITH_CANARY_token",
-            "AWS_SECRET_ACCESS_KEY": "WARPSMITH_CANARY_aws"}
 WORKERS = 3  # each evaluation mostly waits on its child (imports, timeouts): overlap them
 
 
@@ -96,24 +96,12 @@ def verdicts(request, tmp_path_factory):
 
 @pytest.mark.parametrize("cheat", list(_params()))
 def test_verdict(cheat, verdicts):
-    v = verdicts[cheat.name]
-    detail = "\n".join(f"{r['rule']}: {r['message'][:300]}" for r in v["reasons"]) + "\n" + v.get("output", "")[-2000:]
-    problem = check(cheat, v)
-    assert problem is None, f"{cheat.name}: {problem}\n{detail}"
-    if cheat.expect == ["accepted"]:
-        assert all(s["correct"] for s in v["shapes"])
-    if cheat.name in ("slow_import", "sys_exit_import"):
-        assert v["stage"] == "import"
-    # A rejection on a held-out shape or hard input names it: the shape's dims, or the case.
-    for r in v["reasons"]:
-        if r["rule"] == "heldout-incorrect":
-            failed = [h for h in v["heldout"] if h["correct"] is False]
-            assert any(r["message"].startswith(f"[{h['name']}] ") for h in failed), r["message"]
-            assert all(h["name"].startswith("held-out ") and h["dims"] for h in failed)
-        elif r["rule"] == "hard-case-incorrect":
-            failed = [h for h in v["hard_cases"] if h["correct"] is False]
-            assert any(r["message"].startswith(f"[hard case {h['case']!r} on {h['shape']}") for h in failed)
-    assert "WARPSMITH_CANARY" not in repr(v)
+    assert_verdict(cheat, verdicts[cheat.name])
+
+
+def test_the_sandbox_cheats_are_catalog_cheats():
+    """SANDBOX_CHEATS are checked in test_sandbox.py, not here: each is still a documented cheat of the catalog."""
+    assert set(SANDBOX_CHEATS) <= {c.name for c in CHEATS if c.device == "cpu" and not c.gap}
 
 
 def test_task_files_restored(verdicts):

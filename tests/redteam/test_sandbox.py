@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import site
 import socket
 import threading
@@ -14,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from redteam_catalog import CANARIES, CHEATS, SANDBOX_CHEATS, assert_verdict  # (this folder is on sys.path under pytest)
 
 from harness.evaluate import EvalOptions, evaluate
 from harness.evaluate.runner import REPO_ROOT
@@ -46,21 +48,36 @@ def _marked_processes(marker: str) -> list[int]:
     return found
 
 
-def _eval(name: str, sandbox: bool = True) -> dict:
-    task = load_task(REPO_ROOT / "kernels" / "softmax")
+CATALOG = {c.name: c for c in CHEATS if c.name in SANDBOX_CHEATS}
+
+
+def _eval(name: str, sandbox: bool = True, task_dir: Path | None = None) -> dict:
+    task = load_task(task_dir or REPO_ROOT / "kernels" / "softmax")
+    cheat = CATALOG.get(name)
+    # A catalog cheat as test_redteam.py evaluates the others (its shapes and stages, 20 samples); this is its
+    # only evaluation, so its verdict is also checked against the catalog here.
+    shapes, static = (cheat.shapes, cheat.full) if cheat else (["odd rows"], False)
     return evaluate(task, CANDIDATES / f"{name}.py",
-                    options=EvalOptions(on_gpu=False, shapes=["odd rows"], static=False, sandbox=sandbox,
-                                        spare_child=False))
+                    options=EvalOptions(on_gpu=False, shapes=shapes, static=static, sandbox=sandbox,
+                                        spare_child=False, samples=20))
 
 
 @pytest.fixture(scope="module")
-def verdicts():
-    """Every cheat evaluated once, sandboxed, with a canary credential planted in the real home
-    and the environment, and a listener on the host's loopback."""
+def verdicts(tmp_path_factory):
+    """Every cheat evaluated once, sandboxed, each catalog cheat on a copy of the task of its own, with
+    canary credentials planted in the real home and the environment, and a listener on the host's
+    loopback."""
     for p in ESCAPE_PATHS + REWRITE_PATHS:
         p.unlink(missing_ok=True)
+    dirs = {}
+    for name, cheat in CATALOG.items():
+        dirs[name] = tmp_path_factory.mktemp(name) / cheat.task
+        shutil.copytree(REPO_ROOT / "kernels" / cheat.task, dirs[name], ignore=shutil.ignore_patterns("__pycache__"))
+    before = {name: load_task(d).file_hashes() for name, d in dirs.items()}
     CANARY_FILE.parent.mkdir(parents=True, exist_ok=True)
     CANARY_FILE.write_text("aws_secret_access_key = WARPSMITH_CANARY_file\n")
+    saved = {k: os.environ.get(k) for k in CANARIES}
+    os.environ.update(CANARIES)
     os.environ["WARPSMITH_TEST_API_KEY"] = "WARPSMITH_CANARY_env"
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -81,18 +98,35 @@ def verdicts():
     t.start()
     names = ["survivor_pty", "survivor_double_fork", "escape_writes", "credential_files", "network_exfil",
              "harness_source_rewrite", "_honest"]
+    assert set(CATALOG) == set(SANDBOX_CHEATS) <= set(names)
     try:
         with ThreadPoolExecutor(3) as pool:
-            out = dict(zip(names, pool.map(_eval, names)))
+            out = dict(zip(names, pool.map(lambda n: _eval(n, task_dir=dirs.get(n)), names)))
     finally:
         stop.set()
         t.join()
         listener.close()
         os.environ.pop("WARPSMITH_TEST_API_KEY", None)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         CANARY_FILE.unlink(missing_ok=True)
         CANARY_FILE.parent.rmdir()
     out["_connections"] = connections
+    out["_hashes_ok"] = all(load_task(d).file_hashes() == before[name] for name, d in dirs.items())
     return out
+
+
+@pytest.mark.parametrize("name", SANDBOX_CHEATS)
+def test_the_catalogs_verdict(verdicts, name):
+    """The catalog's check (test_redteam.py's test_verdict) for the cheats evaluated only here."""
+    assert_verdict(CATALOG[name], verdicts[name])
+
+
+def test_task_files_restored(verdicts):
+    assert verdicts["_hashes_ok"], "a cheat's writes to task files must be undone after its run"
 
 
 def _rules(v: dict) -> set[str]:
