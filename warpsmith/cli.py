@@ -9,6 +9,7 @@ import pkgutil
 import sys
 
 import warpsmith.commands
+from harness.authoring.tasks import TaskError
 from harness.invocation import prog
 
 
@@ -51,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
     try:
         return int(args.func(args) or 0)
+    except TaskError as e:  # a task that doesn't load, for any command: one line naming it, exit 2
+        print(f"warpsmith: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

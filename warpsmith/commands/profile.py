@@ -9,7 +9,7 @@ from pathlib import Path
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.authoring.packs import PackError, discover
-from harness.authoring.tasks import TaskError, load_task
+from harness.authoring.tasks import load_task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,11 +30,7 @@ def cmd_profile(args) -> int:
     # torch inside, csv (~5 ms): not at --help's start (commands/__init__.py)
     from harness.profiling.profile import format_profile, profile_task
 
-    try:
-        task = load_task(args.task, check_null=False)
-    except TaskError as e:
-        print(f"warpsmith: {e}", file=sys.stderr)
-        return 2
+    task = load_task(args.task, check_null=False)  # (a TaskError: one line and exit 2, in cli.main)
     if args.candidate and not Path(args.candidate).is_file():
         print(f"warpsmith: {args.candidate}: no such candidate file", file=sys.stderr)
         return 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.authoring.tasks import TaskError, load_task
+from harness.authoring.tasks import load_task
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
@@ -101,11 +101,7 @@ def check_pack_selection(task, cfg, session=None) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    try:
-        task = load_task(args.task)
-    except TaskError as e:
-        print(f"warpsmith: {e}", file=sys.stderr)
-        return 2
+    task = load_task(args.task)  # (a TaskError: one line and exit 2, in cli.main)
     for flag, value in (("--iterations", args.iterations), ("--proposals", args.proposals)):
         if value < 1:
             print(f"warpsmith: {flag} {value}: must be at least 1", file=sys.stderr)

@@ -17,7 +17,7 @@ from harness.evaluate.sandbox import from_cli
 from harness.sessions.history import SessionHistory
 from harness.invocation import command
 from harness.authoring.packs import discover
-from harness.authoring.tasks import TaskError, load_task
+from harness.authoring.tasks import load_task
 
 
 ID_HELP = "a session id, `latest`, or a unique prefix or part of one (e.g. its tag: 3583)"
@@ -107,11 +107,7 @@ def cmd_resume(args) -> int:
     if problem:
         print(f"warpsmith: {problem}", file=sys.stderr)
         return 2
-    try:
-        task = load_task(s.meta.task)
-    except TaskError as e:
-        print(f"warpsmith: {e}", file=sys.stderr)
-        return 2
+    task = load_task(s.meta.task)  # (a TaskError: one line and exit 2, in cli.main)
     if args.packs:  # checked before the selection is journalled: a typo must not change the session
 
         catalog = discover()

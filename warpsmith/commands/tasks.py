@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from harness.authoring.tasks import DSLS, Task, TaskError, list_tasks, load_task
+from harness.authoring.tasks import DSLS, Task, list_tasks, load_task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,11 +100,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from harness.authoring.task_validate import validate  # runs the reference (torch): only here
 
-    try:
-        v = validate(args.name)
-    except TaskError as e:
-        print(f"warpsmith: {e}", file=sys.stderr)
-        return 2
+    v = validate(args.name)  # (a TaskError: one line and exit 2, in cli.main)
     for e in v.errors:
         print(f"error: {e}")
     for w in v.warnings:
@@ -125,11 +121,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    try:
-        t = load_task(args.name)
-    except TaskError as e:
-        print(f"warpsmith: {e}", file=sys.stderr)
-        return 2
+    t = load_task(args.name)  # (a TaskError: one line and exit 2, in cli.main)
     print(f"{t.name}: {t.summary}\n  folder {t.root}\n  dsl {t.dsl}, entry {t.entry}(...), dtypes {', '.join(t.dtypes)}")
     if t.source is not None:  # a task made by `tasks new`: what it was made from, what the incumbent is
         print(f"  made from {t.source.function} ({t.source.file or 'its file'}); incumbent: {t.source.function} "
