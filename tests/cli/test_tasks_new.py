@@ -222,6 +222,28 @@ def test_incumbent_torch_compile_wraps_the_function(project, capsys):
     assert "def gelu_mul(x, y):\n    return _gelu_mul_run(x, y)" in kernel and t.source.incumbent == "torch.compile"
 
 
+
+@pytest.mark.gpu
+def test_on_a_gpu_auto_times_eager_against_torch_compile_and_the_kernel_runs_what_won(project, capsys):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    rc, out, err = _new(capsys, "glu", "--from", "ops.py:gelu_mul",
+                        "--shapes", "decode:tokens=16,hidden=8192;prefill:tokens=8192,hidden=8192")
+    assert rc == 0, err
+    why = re.search(r"incumbent +(eager|torch\.compile): the faster on (.+?) \(CUDA-graph replays, median per call: "
+                    r"decode ([\d.]+) us eager, ([\d.]+) us compiled; prefill ([\d.]+) us eager, ([\d.]+) us compiled; "
+                    r"torch\.compile ([\d.]+)x eager's speed, geomean\)", out)
+    assert why, out
+    pick, device = why[1], why[2]
+    assert device == torch.cuda.get_device_name(0)
+    # prefill moves 3 x 8192 x 8192 bf16 (384 MiB): neither form can beat the copy bandwidth's time
+    assert all(float(why[i]) > 50 for i in (5, 6)), out
+    t = load_task("glu")
+    assert t.source.incumbent == pick
+    assert ("torch.compile(_gelu_mul_eager" in t.baseline_path.read_text()) == (pick == "torch.compile")
+    assert main(["tasks", "validate", "glu"]) == 0, capsys.readouterr()
+
+
 # -- the README's walk-through, exactly as written ----------------------------------------------------
 
 def readme_walk_through() -> tuple[dict[str, str], list[str]]:
