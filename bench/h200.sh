@@ -28,7 +28,7 @@
 #   aa         per-task A/A: each of $AA_TASKS's incumbent against itself over all its GPU shapes ($AA_TRIALS), judged and
 #              decided by the evaluator's own code: false keeps and rejections, goal 0 and 0 (issue 19)
 #   sandbox    the OS sandbox's cost: child starts and a baseline eval with and without it (bench/sandbox_cost.py)
-#   model      pytest -m gpu: tests/model (dispatcher on the GPU, profiler ceilings), tests/evaluate, tests/profiling
+#   model      pytest -m gpu: tests/model (dispatcher on the GPU, profiler ceilings, e2e, step profile), tests/profiling
 #              (harness/profiling/measure.py) and `tasks new`'s incumbent timing (tests/cli/test_tasks_new.py)
 #   profile    warpsmith profile softmax
 #   stepprof   warpsmith profile TASK --e2e (the model step around the kernel) for $STEPPROF_TASKS
@@ -221,7 +221,7 @@ EOF
           --json "$OUT/aa_$t.json" > "$OUT/aa_$t.txt" 2>&1; echo "== aa $t rc=$?"; tail -3 "$OUT/aa_$t.txt"
       done ;;
     model) L=$(limit 150) || { echo "== skip $s"; continue; }
-      (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model tests/evaluate tests/profiling tests/cli/test_tasks_new.py -rs) 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15 ;;
+      (cd "$REPO" && timeout "$L" python3 -m pytest -q -p no:cacheprovider -m gpu tests/model tests/profiling tests/cli/test_tasks_new.py -rs) 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15 ;;
     profile) L=$(limit 90) || { echo "== skip $s"; continue; }
       timeout "$L" $H profile softmax 2>&1 | tee "$OUT/profile_softmax.txt" ;;
     stepprof) L=$(limit 240) || { echo "== skip $s"; continue; }

@@ -30,16 +30,18 @@ def test_copy_bandwidth_is_bytes_read_plus_written_a_second_in_the_range_of_hbm(
     assert 1e12 < copy_Bps < 8e12, f"{copy_Bps / 1e9:.0f} GB/s"
 
 
-def test_graph_us_of_a_big_copy_agrees_with_the_copy_bandwidth(torch_cuda, copy_Bps):
+def test_graph_us_of_a_big_elementwise_pass_agrees_with_the_copy_bandwidth(torch_cuda, copy_Bps):
     from harness.profiling.measure import graph_us
 
     torch = torch_cuda
-    n = 512 << 20
-    a = torch.ones(n, dtype=torch.uint8, device="cuda")
+    n = 256 << 20
+    a = torch.ones(n, dtype=torch.bfloat16, device="cuda")
     b = torch.empty_like(a)
-    us = graph_us(lambda: b.copy_(a), calls=4)
-    implied = 2 * n / (us * 1e-6)
-    assert 0.85 < implied / copy_Bps < 1.15, f"graph {implied / 1e9:.0f} GB/s vs copy {copy_Bps / 1e9:.0f} GB/s"
+    # An SM kernel, not copy_: inside a CUDA graph a contiguous copy_ becomes a memcpy node, which the
+    # H200 ran at 2.74 TB/s against 4.16 for the same copy launched eagerly (device run of this test).
+    us = graph_us(lambda: torch.mul(a, 2, out=b), calls=4)
+    implied = 2 * a.nbytes / (us * 1e-6)
+    assert 0.75 < implied / copy_Bps < 1.15, f"graph {implied / 1e9:.0f} GB/s vs copy {copy_Bps / 1e9:.0f} GB/s"
 
 
 def test_replay_us_is_per_call_whatever_the_number_of_calls_in_the_graph(torch_cuda):
@@ -56,8 +58,7 @@ def test_a_flushed_l2_makes_a_small_read_slower_than_a_warm_one(torch_cuda):
 
     torch = torch_cuda
     x = torch.randn(4 << 20, device="cuda")  # 16 MiB: fits the L2 (60 MiB on an H200), so warm reads hit it
-    out = torch.empty((), device="cuda")
-    read = lambda: torch.sum(x, out=out)  # noqa: E731
+    read = lambda: x.sum()  # noqa: E731
     warm = graph_us(read, calls=20)
     cold = graph_us(read, calls=20, flush=True) - graph_us(None, calls=20, flush=True)
     assert cold > warm, f"cold {cold:.2f} us, warm {warm:.2f} us: the flush did not reach the read"
