@@ -41,9 +41,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dsv4 import bench, copy_bandwidth  # noqa: E402
-from harness.profiling.measure import graph_us, l2_flush as _flush  # noqa: E402,F401 (_flush: bench/dsv4_knockout.py)
+from harness.profiling.measure import copy_bandwidth_Bps as copy_bandwidth, do_bench_us as bench, graph_us  # noqa: E402
+from harness.profiling.measure import l2_flush as _flush  # noqa: E402,F401 (_flush: bench/dsv4_knockout.py)
 from harness.authoring.tasks import compare, load_module, load_task  # noqa: E402
 
 DECODE = ["dsv4_csa_decode", "dsv4_hca_decode", "dsv4_csa_decode_fp8"]
