@@ -50,7 +50,7 @@ def main() -> int:
         fns["compile"] = torch.compile(ref.reference, mode="max-autotune-no-cudagraphs")
     fns["baseline"] = getattr(load_module(task.baseline_path, "baseline"), task.entry)
     if not args.no_liger:
-        from bench.variant_sweep import liger_fn
+        from harness.agents.variant_sweep import liger_fn
         lfn, why = liger_fn(task.name)
         if lfn is not None:
             fns["liger"] = lfn

@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.dsv4_targets import _flush, compiled_stats, graph_us  # noqa: E402
+from harness.model.dsv4_targets import compiled_stats  # noqa: E402
+from harness.profiling.measure import graph_us, l2_flush  # noqa: E402
 from harness.authoring.tasks import load_module, load_task  # noqa: E402
 
 # (name, [(old, new), ...]) edits of kernel.py; every `old` must occur (a stale edit fails loudly).
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
     entry = task.entry
     shapes = [s for s in task.shapes if s.name in a.shapes.split(",")]
     names = [n for n in a.only.split(",") if n]
-    _flush()
+    l2_flush()
     flush_us = graph_us(None, flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as d:

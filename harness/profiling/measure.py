@@ -1,6 +1,7 @@
 """GPU measuring shared by the evaluator and the bench scripts: copy bandwidth, an L2 flush, a CUDA
-graph captured after a warm-up, and the per-call time of graph replays (issue 39: these were written
-three times, in two units). One unit here: bytes per second, microseconds a call.
+graph captured after a warm-up, the per-call time of graph replays, and do_bench's median in the same
+unit (issue 39: these were written three times, in two units). One unit here: bytes per second,
+microseconds a call.
 
 torch is imported in each function: the sandboxed child imports this module before its timed start-up
 phases, and the CLI loads modules that import it at start.
@@ -105,3 +106,13 @@ def graph_us(fn: Callable[[], Any] | None, calls: int = 20, flush: bool = False,
         return replay_us(g, calls, replays)
     finally:
         del g
+
+
+def do_bench_us(fn: Callable[[], Any], rep_ms: int = 25, warmup_ms: int | None = None) -> float:
+    """triton.testing.do_bench's median, microseconds a call: CUDA events around Python calls with L2
+    flushed before each, so a wrapper's host time counts where the GPU is faster than it. The warm-up
+    defaults to a quarter of `rep_ms` (at least 5 ms)."""
+    import triton.testing  # (start-up: the note above; triton imports torch)
+
+    warmup = max(5, rep_ms // 4) if warmup_ms is None else warmup_ms
+    return triton.testing.do_bench(fn, warmup=warmup, rep=rep_ms, return_mode="median") * 1e3

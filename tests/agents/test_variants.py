@@ -1,8 +1,8 @@
 """The tasks' variants stay correct across their declared spaces (Triton interpreter), and the
-GPU sweep's machinery (bench/variant_sweep.py) runs end to end on the interpreter's shapes: launches
-recorded without running, configurations that launch the same kernels checked once (compiled ahead
-by worker processes, which on the interpreter have nothing to compile: the plumbing is what runs),
-every one of the sample correct against the reference."""
+GPU sweep's machinery (harness/agents/variant_sweep.py, run by bench/variant_sweep.py) runs end to
+end on the interpreter's shapes: launches recorded without running, configurations that launch the
+same kernels checked once (compiled ahead by worker processes, which on the interpreter have nothing
+to compile: the plumbing is what runs), every one of the sample correct against the reference."""
 from __future__ import annotations
 
 import json
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.agents import variant_sweep as vs
 from harness.agents.tunespace import ARCH, DEFAULT_SMEM_KIB, PER_SM, hardware_limits, read_space
 from harness.authoring.packs import BUILTIN_PACKS
 from harness.authoring.tasks import load_module, load_task
@@ -207,9 +208,6 @@ def test_sweep_on_the_interpreter_checks_a_sample_of_every_variant(tmp_path):
 def test_sweep_report_from_timed_results_names_the_best_the_buckets_liger_and_the_verdict(capsys):
     """The GPU half of the report, fed hand-written times (no GPU on CI): copy bandwidth 4000 GB/s,
     two variants, Liger failing on the long rows."""
-    sys.path.insert(0, str(REPO / "bench"))
-    import variant_sweep as vs
-
     task = load_task("softmax", check_null=False)
     ref = task.load_reference()
     shapes = task.shapes

@@ -1,15 +1,18 @@
-"""bench/dsv4_targets.py (issue 19's GPU judge): its verdict rules, and its refusal without a GPU.
+"""Issue 19's GPU judge (harness/model/dsv4_targets.py, bench/dsv4_targets.py its command line): its
+verdict rules, its code path in the interpreter, and the script's refusal without a GPU.
 The timing itself needs CUDA graphs on a GPU: the lead runs it there."""
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import dsv4_targets as targets  # noqa: E402
+from harness.model import dsv4_targets as targets
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # The interpreter evaluates both sides of tl.where: exp(-inf - -inf) warns in numpy, is discarded.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
@@ -56,14 +59,16 @@ def test_table_lists_every_failure(capsys):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
-def test_refuses_without_gpu(capsys):
-    assert targets.main([]) == 2
-    assert "needs a CUDA GPU" in capsys.readouterr().err
+def test_refuses_without_gpu():
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "dsv4_targets.py")], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
+    assert r.returncode == 2
+    assert "needs a CUDA GPU" in r.stderr
 
 
 def test_code_path_runs_in_the_interpreter(capsys):
     """Every stage (rows, verdicts, table, both sweeps) on the first interpreter shape of each task."""
-    assert targets.main(["--smoke"]) in (0, 1)  # the CPU's wall-clock times may fail the targets
+    assert targets.smoke() in (0, 1)  # the CPU's wall-clock times may fail the targets
     out = capsys.readouterr().out
     for name in ("csa_decode", "hca_decode", "csa_decode_fp8", "indexer_topk"):
         assert f"| {name} |" in out
@@ -77,8 +82,8 @@ def test_code_path_runs_in_the_interpreter(capsys):
 def test_variant_path_times_the_value_split_beside_each_baseline_in_the_interpreter(capsys):
     """--variant vsplit (section `vsplit` of bench/h200.sh): each task that ships variants/vsplit.py
     beside its baseline, both checked, the table, then the variant's points; tasks without it named."""
-    tasks = "dsv4_csa_decode,dsv4_csa_decode_fp8,dsv4_indexer_topk"
-    assert targets.main(["--smoke", "--variant", "vsplit", "--tasks", tasks]) == 0
+    tasks = ["dsv4_csa_decode", "dsv4_csa_decode_fp8", "dsv4_indexer_topk"]
+    assert targets.smoke(tasks, variant="vsplit") == 0
     out = capsys.readouterr().out
     assert "| csa_decode | short, partial window |" in out and "| csa_decode_fp8 | short, partial window |" in out
     assert "dsv4_indexer_topk: no variants/vsplit.py, skipped" in out
