@@ -17,350 +17,39 @@
    buffer larger than L2) sized so that it is truly about 3% slower, measured with many samples;
    the rate at which the ordinary rule keeps the faster one is reported.
 Everything goes through harness.evaluate's child and timing code (the same process, L2 flush,
-input rotation and all-stream sync as `warpsmith eval`). Prints a table; --json writes details.
+input rotation and all-stream sync as `warpsmith eval`); the measuring and the table are
+harness/evaluate/timing_trust.py's. Prints a table; --json writes details.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import secrets
-import statistics
 import sys
-import tempfile
-import time
+from dataclasses import fields
 from pathlib import Path
-from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.evaluate import timing_stage  # noqa: E402
-from harness.evaluate import verdict as vd  # noqa: E402
-from harness.evaluate.correctness import input_bytes, n_buffers  # noqa: E402
-from harness.evaluate.process import _Run  # noqa: E402
-from harness.evaluate.runner import ChildProcess, EvalOptions, derive_seed, timed_verdict  # noqa: E402
-from harness.authoring.tasks import load_task  # noqa: E402
-
-# The baseline with an extra pass of EXTRA_COLS reads per row from a pad buffer larger than L2;
-# `acc * 0.0` keeps the loads (the compiler can't fold it: acc could be inf/NaN) and adds 0.
-SLOW_VARIANT = '''
-import torch
-import triton
-import triton.language as tl
-
-EXTRA_COLS = {extra}
-BLOCK = 1024
-_pad = {{}}
-
-
-@triton.jit
-def _softmax_slow(x_ptr, y_ptr, pad_ptr, n_cols, n_pad, x_stride, y_stride, EXTRA: tl.constexpr,
-                  BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    x_row = x_ptr + row * x_stride
-    y_row = y_ptr + row * y_stride
-    m = tl.full([BLOCK], -float("inf"), tl.float32)
-    s = tl.zeros([BLOCK], tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-        m_new = tl.maximum(m, x)
-        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
-        s = s * alpha + tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
-        m = m_new
-    row_max = tl.max(m, axis=0)
-    row_sum = tl.sum(s * tl.where(m == -float("inf"), 0.0, tl.exp(m - row_max)), axis=0)
-    acc = tl.zeros([BLOCK], tl.float32)
-    base = (row.to(tl.int64) * EXTRA) % n_pad
-    for start in range(0, EXTRA, BLOCK):
-        idx = (base + start + tl.arange(0, BLOCK)) % n_pad
-        acc += tl.load(pad_ptr + idx, mask=start + tl.arange(0, BLOCK) < EXTRA, other=0.0).to(tl.float32)
-    row_sum = row_sum + tl.sum(acc, axis=0) * 0.0
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-        y = tl.exp(x - row_max) / row_sum
-        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < n_cols)
-
-
-def softmax(x):
-    x = x.contiguous()
-    rows, cols = x.shape
-    pad = _pad.get(x.device)
-    if pad is None:
-        pad = _pad[x.device] = torch.ones(256 * 2**20, dtype=torch.bfloat16, device=x.device)  # 512 MB > L2
-    y = torch.empty_like(x)
-    _softmax_slow[(rows,)](x, y, pad, cols, pad.numel(), x.stride(0), y.stride(0), EXTRA=max(EXTRA_COLS, 1),
-                           BLOCK=BLOCK, num_warps=4)
-    return y
-'''
-
-
-class Decision(NamedTuple):
-    keep: bool
-    speedup: float
-    band: float
-    entry: dict
-    again: bool  # the evaluator would measure this again in fresh processes and decide on that alone
-
-
-def decide(task, run: _Run, shape) -> Decision:
-    """The evaluator's decision on one timed shape (runner.timed_verdict: its summary, recommendation
-    and keep policy, not a copy of them), and whether it would re-measure first (timing_stage.to_remeasure:
-    a would-be keep, before the keep policy, or a big win). Rejections stay in run.reasons."""
-    v = timed_verdict(run, task, [shape])
-    e = run.shapes[0]
-    return Decision((v["recommendation"] or {}).get("action") == "keep", e.get("speedup") or float("nan"),
-                    v.get("noise_band_pct") or float("nan"), e, bool(timing_stage.to_remeasure(v, run.shapes, [shape])))
-
-
-def confirmed(first: Decision, measure_again) -> Decision:
-    """As the evaluator decides: where it would re-measure, the second measurement alone decides."""
-    return measure_again() if first.again else first
-
-
-def keep(task, shape, inc: list[float], cand: list[float], seed: int) -> Decision:
-    """decide() on samples timed elsewhere (the child's interleaved events, or simulated noise)."""
-    sp, band = vd.speedup_with_band(inc, cand, seed)
-    run = _Run(task, task.baseline_path)
-    run.shapes.append({"name": shape.name, "speedup": round(sp, 4), "noise_pct": round(band, 3),
-                       "candidate_us": vd.median(cand), **vd.shape_spread(cand, inc)})
-    return decide(task, run, shape)
-
-
-def time_req(child: ChildProcess, task, ref_mod, shape, dev: dict, roles: list[str], samples: int, secret: int,
-             *tag, reuse: bool = False) -> dict:
-    """One interleaved timing request. reuse=True keeps the same input values across calls with
-    the same tag (the spread and detection runs measure the clock, not fresh-input effects)."""
-    tol = task.tolerance[task.dtypes[0]]
-    nb = n_buffers(input_bytes(ref_mod, task, shape), dev.get("l2_bytes", 50 * 2**20))
-    r, _ = child.request({"op": "time", "dims": shape.dims, "roles": roles,
-                          "seeds": [derive_seed(secret, shape.name, *tag, i) for i in range(nb + 1)],
-                          "samples": samples, "warmup": 5, "atol": tol.atol, "rtol": tol.rtol,
-                          "l2_bytes": dev.get("l2_bytes"), "graph": False,
-                          "order_seed": secrets.randbits(31), "keep_sources": reuse}, 600)
-    if not r.get("ok"):
-        raise SystemExit(f"timing failed: {r.get('error')}\n{r.get('traceback', '')}")
-    for role in roles:
-        if r["roles"][role]["bad"]:
-            raise SystemExit(f"{role}: {r['roles'][role]['bad']} timed outputs wrong")
-    return r["roles"]
-
-
-def run_gpu(args: argparse.Namespace) -> dict:
-    task = load_task(args.task)
-    ref_mod = task.load_reference()
-    shapes = {s.name: s for s in task.shapes}
-    secret = secrets.randbits(63)
-    opts = EvalOptions(on_gpu=True)
-    tmp = Path(tempfile.mkdtemp(prefix="warpsmith-bench-"))
-    child = ChildProcess(task, True, opts)
-    out: dict = {"task": task.name}
-    try:
-        hello = child.start(300)
-        assert hello.get("ok"), hello
-        dev, _ = child.request({"op": "device"}, 300)
-        out["device"] = {k: v for k, v in dev.items() if k != "ok"}
-        staged = child.stage(task.baseline_path)
-        for role in ("incumbent", "candidate"):
-            r, _ = child.request({"op": "import", "role": role, "path": str(staged)}, 300)
-            assert r.get("ok"), r
-        inc_child = ChildProcess(task, True, opts)  # the parent-clock A/A's incumbent: a process of its own
-        assert inc_child.start(300).get("ok")
-        r, _ = inc_child.request({"op": "import", "role": "incumbent", "path": str(inc_child.stage(task.baseline_path))},
-                                 300)
-        assert r.get("ok"), r
-
-        # 1. A/A (round-robin over every GPU shape with --aa-shape all: a per-task check)
-        aa_shapes = list(task.shapes) if args.aa_shape == "all" else [shapes[args.aa_shape]]
-        t0 = time.monotonic()
-        aa = []
-
-        last_batch: dict = {}
-        rejected: list[str] = []  # rule names, every trial's (a rejection of the same kernel is a harness bug)
-        opts_t = EvalOptions(on_gpu=True, samples=args.samples, run_timeout_s=task.call_timeout_for(True))
-
-        def aa_trial(aa_shape, *tag) -> Decision:
-            if args.aa_clock == "child":
-                res = time_req(child, task, ref_mod, aa_shape, dev, ["incumbent", "candidate"], args.samples,
-                               secret, *tag)
-                return keep(task, aa_shape, res["incumbent"]["event_us"], res["candidate"]["event_us"],
-                            derive_seed(secret, *tag))
-            # The evaluator's own path: timing_stage.time_shape measures and judges (every rejection
-            # rule), runner.timed_verdict decides.
-            run = _Run(task, task.baseline_path)
-            run.shapes.append({"name": aa_shape.name})
-            m = timing_stage.time_shape(run, run.shapes[0], {"incumbent": inc_child, "candidate": child}, task,
-                                        ref_mod, aa_shape, dev, opts_t,
-                                        lambda *p: derive_seed(secret, aa_shape.name, *tag, *p))
-            for r in run.reasons:
-                rejected.append(r["rule"])
-                print(f"  REJECTED the same kernel: {r['rule']}: {r['message'][:300]}", flush=True)
-            c = m["roles"]["candidate"]
-            if c["per_call_us"]:
-                last_batch.update(n=m["n"], graph=m.get("graph"), parent_us=vd.median(c["per_call_us"]),
-                                  child_us=vd.median(c["child_us"]) / max(m["n"], 1),
-                                  child_spread=vd.spread_pct([x / max(m["n"], 1) for x in c["child_us"]]))
-            return decide(task, run, aa_shape)
-
-        for t in range(args.trials):
-            aa_shape = aa_shapes[t % len(aa_shapes)]
-            k, sp, band, e, _ = confirmed(aa_trial(aa_shape, "aa", t), lambda: aa_trial(aa_shape, "aa-confirm", t))
-            aa.append({"shape": aa_shape.name, "keep": k, "speedup": sp, "band_pct": band,
-                       "median_us": e.get("candidate_us"), "spread_pct": e.get("spread_pct")})
-            # One line a trial: a run cut by its time box still shows how far it got.
-            print(f"  A/A {t + 1}/{args.trials} {aa_shape.name}: {sp:.4f}x band ±{band:.2f}%"
-                  f"{' FALSE KEEP' if k else ''}  ({time.monotonic() - t0:.0f} s)"
-                  + (f"; {last_batch['n']} calls/batch{' graph' if last_batch['graph'] else ''}, parent "
-                     f"{last_batch['parent_us']:.2f} us/call, child events {last_batch['child_us']:.2f} us/call "
-                     f"(spread {last_batch['child_spread']:.1f}%)" if last_batch else ""), flush=True)
-        inc_child.close()
-        # The figures of the trials that were timed to the end (a rejected or crashed one has none).
-        fig = [a for a in aa if a["speedup"] == a["speedup"] and a["median_us"] is not None]
-
-        def stat(f, key, nd):
-            return round(f(a[key] for a in fig), nd) if fig else None
-
-        out["aa"] = {"shape": args.aa_shape if args.aa_shape == "all" else aa_shapes[0].name, "clock": args.aa_clock,
-                     "trials": len(aa), "trials_without_figures": len(aa) - len(fig),
-                     "false_keeps": sum(a["keep"] for a in aa),
-                     "rejections": len(rejected), "rejection_rules": sorted(set(rejected)),
-                     "speedups": [round(a["speedup"], 4) for a in fig],
-                     "max_abs_gain_pct": round(max(abs(a["speedup"] - 1) * 100 for a in fig), 3) if fig else None,
-                     "median_band_pct": stat(statistics.median, "band_pct", 3),
-                     "median_us": stat(statistics.median, "median_us", 2),
-                     "median_spread_pct": stat(statistics.median, "spread_pct", 2),
-                     "max_spread_pct": stat(max, "spread_pct", 2),
-                     "seconds": round(time.monotonic() - t0, 1)}
-        # Said now: a time-boxed run (bench/h200.sh) that is cut later still reports the A/A.
-        print(f"A/A ({args.aa_clock} clock, {out['aa']['shape']}): {out['aa']['false_keeps']}/{len(aa)} false keeps, "
-              f"{len(rejected)} rejections{' (' + ', '.join(sorted(set(rejected))) + ')' if rejected else ''}, "
-              f"{len(aa) - len(fig)} trials without figures, "
-              f"median band {out['aa']['median_band_pct']}%, median spread {out['aa']['median_spread_pct']}%, "
-              f"largest {out['aa']['max_spread_pct']}%, {out['aa']['median_us']} us per call, "
-              f"{out['aa']['seconds']} s", flush=True)
-
-        if args.only_aa:
-            return out
-        # 2. spread of repeated medians on a >= 100 µs shape
-        sp_shape = shapes[args.spread_shape]
-        meds = []
-        for rep in range(args.repeats):
-            res = time_req(child, task, ref_mod, sp_shape, dev, ["incumbent", "candidate"], args.samples, secret,
-                           "spread", reuse=True)
-            meds.append(vd.median(res["candidate"]["event_us"]))
-        out["spread"] = {"shape": sp_shape.name, "repeats": len(meds), "medians_us": [round(m, 2) for m in meds],
-                         "median_us": round(vd.median(meds), 2), "spread_pct": round(vd.spread_pct(meds), 3),
-                         "stdev_pct": round(statistics.pstdev(meds) / vd.median(meds) * 100, 3)}
-
-        # 3. a real ~3% improvement: calibrate the slow variant with many samples, then detect
-        det_shape = shapes[args.detect_shape]
-        base_us = out["spread"]["median_us"] if det_shape is sp_shape else None
-        bytes_row = 2 * det_shape.dims.get("cols", 1)
-        candidates = [int(bytes_row * f / 2) // 1024 * 1024 for f in (0.02, 0.04, 0.06, 0.09, 0.13)]
-        roles = []
-        for extra in candidates:
-            p = tmp / f"slow_{extra}.py"
-            p.write_text(SLOW_VARIANT.format(extra=max(extra, 1024)))
-            role = f"slow{extra}"
-            r, _ = child.request({"op": "import", "role": role, "path": str(child.stage(p))}, 300)
-            assert r.get("ok"), r
-            roles.append(role)
-        res = time_req(child, task, ref_mod, det_shape, dev, ["candidate"] + roles, args.calib_samples, secret, "det",
-                       reuse=True)
-        cand_med = vd.median(res["candidate"]["event_us"])
-        gaps = {role: vd.median(res[role]["event_us"]) / cand_med - 1 for role in roles}
-        target = args.gain_pct / 100
-        role = min(roles, key=lambda r: abs(gaps[r] - target))
-        det = []
-        for t in range(args.detect_trials):
-            res = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret, "det",
-                           reuse=True)
-            def det_again(t=t):
-                r2 = time_req(child, task, ref_mod, det_shape, dev, [role, "candidate"], args.samples, secret,
-                              "det-confirm", reuse=True)
-                return keep(task, det_shape, r2[role]["event_us"], r2["candidate"]["event_us"], 20_000 + t)
-
-            k, sp, band, _, _ = confirmed(keep(task, det_shape, res[role]["event_us"], res["candidate"]["event_us"],
-                                               1000 + t), det_again)
-            det.append({"keep": k, "speedup": sp, "band_pct": band})
-        out["detect"] = {"shape": det_shape.name, "true_gap_pct": round(gaps[role] * 100, 2),
-                         "calibration_gaps_pct": {r: round(g * 100, 2) for r, g in gaps.items()},
-                         "calibration_samples": args.calib_samples, "trials": len(det),
-                         "detected": sum(d["keep"] for d in det),
-                         "median_speedup": round(statistics.median(d["speedup"] for d in det), 4),
-                         "median_band_pct": round(statistics.median(d["band_pct"] for d in det), 3),
-                         "baseline_us": base_us}
-    finally:
-        child.close()
-    return out
-
-
-def run_simulated(args: argparse.Namespace) -> dict:
-    """The decision rule alone, on lognormal samples: A/A and a true 3% gap, 3% noise per sample."""
-    import random
-
-    rng = random.Random(1)
-    task = load_task(args.task)
-    shape = task.shapes[0]  # named only: the figures are drawn here
-
-    def draw(mu: float, n: int) -> list[float]:
-        return [mu * math.exp(rng.gauss(0, 0.03)) for _ in range(n)]
-
-    def trial(mu_inc: float, t: int) -> bool:  # the evaluator's rule: a would-be keep is decided on a second draw
-        def once(k):
-            return keep(task, shape, draw(mu_inc, args.samples), draw(100, args.samples), t + k * 10_000)
-        return confirmed(once(0), lambda: once(1)).keep
-
-    aa = [trial(100, t) for t in range(args.trials)]
-    det = [trial(100 * (1 + args.gain_pct / 100), t) for t in range(args.detect_trials)]
-    return {"task": "simulated", "aa": {"trials": len(aa), "false_keeps": sum(aa)},
-            "detect": {"trials": len(det), "detected": sum(det), "true_gap_pct": args.gain_pct}}
-
-
-def print_table(r: dict) -> None:
-    dev = r.get("device", {})
-    print(f"timing trust — {r['task']} on {dev.get('name', 'simulated noise')}"
-          + (f" (copy {dev['copy_bw_Bps'] / 1e12:.2f} TB/s, L2 {dev['l2_bytes'] / 2**20:.0f} MiB, torch {dev['torch']}, "
-             f"triton {dev['triton']})" if dev else ""))
-    aa = r["aa"]
-    if "rejections" in aa:
-        print(f"  A/A rejections          {aa['rejections']}/{aa['trials']}"
-              + (f"  ({', '.join(aa['rejection_rules'])})" if aa["rejection_rules"] else "") + "   goal 0")
-    print(f"  A/A false-keep rate     {aa['false_keeps']}/{aa['trials']}"
-          + (f"  ({aa.get('clock', 'child')} clock, shape {aa['shape']}, median {aa['median_us']} µs, "
-             f"band ±{aa['median_band_pct']}%, "
-             f"largest |gain| {aa['max_abs_gain_pct']}%)" if "shape" in aa else "") + "   goal 0")
-    if "median_spread_pct" in aa:
-        print(f"  sample spread (IQR/med) median {aa['median_spread_pct']}%, largest {aa['max_spread_pct']}% of "
-              f"{aa['trials']} A/A runs   keep bound {vd.SPREAD_MAX_PCT:g}%")
-    if "spread" in r:
-        s = r["spread"]
-        print(f"  spread of medians       {s['spread_pct']}% (max-min)/median, stdev {s['stdev_pct']}%"
-              f"  ({s['repeats']} runs, shape {s['shape']}, median {s['median_us']} µs)   goal <= 1%")
-    d = r.get("detect")
-    if d is None:
-        return
-    print(f"  real {d['true_gap_pct']}% improvement     detected {d['detected']}/{d['trials']}"
-          + (f"  (shape {d['shape']}, median speedup {d['median_speedup']}, band ±{d['median_band_pct']}%)"
-             if "shape" in d else ""))
+from harness.evaluate.timing_trust import (TrustError, TrustOptions, print_table, run_gpu,  # noqa: E402
+                                           run_simulated)
 
 
 def main(argv: list[str] | None = None) -> int:
+    d = TrustOptions()
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--task", default="softmax")
-    p.add_argument("--trials", type=int, default=50, help="A/A trials (>= 50)")
-    p.add_argument("--samples", type=int, default=40, help="timed samples per side, as `warpsmith eval` uses")
-    p.add_argument("--aa-shape", default="4k x 4k", help="a shape name, or all (round-robin over the task's shapes)")
+    p.add_argument("--task", default=d.task)
+    p.add_argument("--trials", type=int, default=d.trials, help="A/A trials (>= 50)")
+    p.add_argument("--samples", type=int, default=d.samples, help="timed samples per side, as `warpsmith eval` uses")
+    p.add_argument("--aa-shape", default=d.aa_shape, help="a shape name, or all (round-robin over the task's shapes)")
     p.add_argument("--only-aa", action="store_true", help="the A/A trials alone (no spread, no detection)")
-    p.add_argument("--aa-clock", choices=["parent", "child"], default="parent",
+    p.add_argument("--aa-clock", choices=["parent", "child"], default=d.aa_clock,
                    help="parent: the evaluator's decision path (default); child: the old in-child samples")
-    p.add_argument("--spread-shape", default="long rows 128k")
-    p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--detect-shape", default="long rows 128k")
-    p.add_argument("--detect-trials", type=int, default=20)
-    p.add_argument("--calib-samples", type=int, default=200)
-    p.add_argument("--gain-pct", type=float, default=3.0)
+    p.add_argument("--spread-shape", default=d.spread_shape)
+    p.add_argument("--repeats", type=int, default=d.repeats)
+    p.add_argument("--detect-shape", default=d.detect_shape)
+    p.add_argument("--detect-trials", type=int, default=d.detect_trials)
+    p.add_argument("--calib-samples", type=int, default=d.calib_samples)
+    p.add_argument("--gain-pct", type=float, default=d.gain_pct)
     p.add_argument("--json", type=Path, default=None, help="write the full results here")
     p.add_argument("--simulate", action="store_true", help="no GPU: exercise the decision rule on synthetic noise")
     args = p.parse_args(argv)
@@ -370,7 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         print("timing_trust needs a CUDA GPU (timing is GPU-only); use --simulate to check the decision rule",
               file=sys.stderr)
         return 2
-    r = run_simulated(args) if args.simulate else run_gpu(args)
+    cfg = TrustOptions(**{f.name: getattr(args, f.name) for f in fields(TrustOptions)})
+    try:
+        r = run_simulated(cfg) if args.simulate else run_gpu(cfg)
+    except TrustError as e:  # its message and status 1, as SystemExit(message) gave before
+        print(e, file=sys.stderr)
+        return 1
     print_table(r)
     if args.json:
         args.json.write_text(json.dumps(r, indent=1))

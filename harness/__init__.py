@@ -8,7 +8,8 @@
 - evaluate/: the sandboxed child, correctness, timing and the verdict.
 - authoring/: the files people write (tasks, packs, hardware packs) and the checks of them.
 - sessions/: a session's folder, journal, git workspace, and what is read back out of them.
-- profiling/: measuring on the GPU (copy bandwidth, graph timing, bottleneck profile, roofline).
+- profiling/: measuring on the GPU (copy bandwidth, graph timing, bottleneck profile, roofline), and the
+  reports bench/ prints from it (the per-shape compare table, the evaluator's throughput).
 - model/: from kernel to model (the end-to-end workload, the step profile, the per-bucket dispatcher).
 - sourcefile.py, interp.py, invocation.py, rich_console.py: small shared parts (source bytes as judged,
   Triton-interpreter fixes, how this process was started, the console a command prints through).

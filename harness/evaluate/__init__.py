@@ -4,6 +4,8 @@
     verdict = evaluate(task, Path("candidate.py"), incumbent=None, options=EvalOptions())
 
 `verdict` is a JSON-serialisable dict (DESIGN.md, "Verdict"). See runner.py for the stages.
+How far its timing can be trusted is measured through the same code in timing_trust.py (A/A false
+keeps, spread of medians, detection of a real 3% gain; bench/timing_trust.py is its command line).
 """
 from __future__ import annotations
 

@@ -191,7 +191,7 @@ def _restore(root: Path, saved: dict[str, bytes], after: dict[str, str]) -> None
 
 def timed_verdict(run: _Run, task: Task, shapes: list[Shape]) -> dict:
     """The decision an evaluation would reach on `run`'s timed shapes (timing_stage.time_shape filled
-    them, correctness passed): the same summary, recommendation and keep policy, so bench/timing_trust.py's
+    them, correctness passed): the same summary, recommendation and keep policy, so timing_trust.py's
     A/A counts the keeps and rejections of the rule that decides, not a copy of it."""
     from harness.evaluate import keep_policy, timing_stage  # (start-up: the note above the functions)
 

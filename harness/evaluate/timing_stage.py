@@ -1,6 +1,6 @@
 """The timing stage, parent side (GPU only). The decision path is run_timing: parent-clock batches
 (harness/evaluate/parent_clock.py) with the incumbent in a child of its own. judge_shape/time_pair
-judge the child-reported interleaved samples of harness/evaluate/timing.py (bench/timing_trust.py's
+judge the child-reported interleaved samples of harness/evaluate/timing.py (timing_trust.py's
 spread and detection runs, and their tests); nothing decides on them any more.
 
 Checks that turn a timing into a rejection (stage "timing"):
@@ -348,7 +348,7 @@ atexit.register(INCUMBENTS.close)
 def time_shape(run: "_Run", entry: dict, children: dict[str, "ChildProcess"], task: Task, ref_mod: ModuleType,
                shape: Shape, dev: dict, opts: "EvalOptions", seed_of: Any, alone_batches: int | None = None) -> dict:
     """One shape timed and judged by the parent's clock: `entry` gets the figures, `run` any rejection.
-    Public for bench/timing_trust.py, whose A/A must go through exactly this (it keeps its two
+    Public for timing_trust.py (bench/timing_trust.py), whose A/A must go through exactly this (it keeps its two
     children across trials, where an evaluation starts fresh ones). Returns parent_clock.measure's dict."""
     import torch  # torch on first use, as in correctness (tests import this module)
 

@@ -1,6 +1,8 @@
 """Static guardrails: read a candidate with tree-sitter and reject what breaks the rules, before
 it costs any GPU time. Rules come from rules packs (harness/guard/rules.py); the DSL requirement
 is the pack `dsl-<task.dsl>`, always applied; its structural checks live in harness/guard/dsl.py.
+What a check costs is measured in harness/guard/speed.py (a generated 500-line candidate, checked
+again and again; bench/guard_speed.py is its command line).
 """
 from __future__ import annotations
 

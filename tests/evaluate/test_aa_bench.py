@@ -1,23 +1,18 @@
-"""bench/timing_trust.py's A/A (issues 18 and 19: 0 false keeps, 0 rejections of the incumbent against
-itself on every task) counts what the evaluator's own rule decides, not a copy of it: each trial goes
-through timing_stage.time_shape (every timing rejection rule) and runner.timed_verdict (the summary,
-the recommendation and the keep policy). Here with real children in Triton's interpreter, and with
-fabricated samples where the rule's corners need exact figures."""
+"""The A/A of bench/timing_trust.py (harness/evaluate/timing_trust.py; issues 18 and 19: 0 false keeps,
+0 rejections of the incumbent against itself on every task) counts what the evaluator's own rule decides,
+not a copy of it: each trial goes through timing_stage.time_shape (every timing rejection rule) and
+runner.timed_verdict (the summary, the recommendation and the keep policy). Here with real children in
+Triton's interpreter, and with fabricated samples where the rule's corners need exact figures."""
 from __future__ import annotations
 
 import random
-import sys
 import zlib
-from pathlib import Path
 
 import pytest
 
-from harness.evaluate import timing_stage
+from harness.evaluate import timing_stage, timing_trust
 from harness.evaluate.runner import ChildProcess, EvalOptions, _Run, timed_verdict
 from harness.authoring.tasks import load_task
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import timing_trust  # noqa: E402
 
 # The interpreter evaluates both sides of tl.where: exp(-inf - -inf) warns in numpy, is discarded.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
@@ -83,7 +78,8 @@ def test_a_rejection_in_the_run_is_never_a_keep_and_is_left_for_the_bench_to_cou
 
 
 def test_simulated_noise_keeps_nothing_against_itself_and_finds_a_real_gain(capsys):
-    assert timing_trust.main(["--simulate", "--trials", "100", "--detect-trials", "20"]) == 0
+    # bench/timing_trust.py --simulate --trials 100 --detect-trials 20, the rest its defaults
+    timing_trust.print_table(timing_trust.run_simulated(timing_trust.TrustOptions(trials=100, detect_trials=20)))
     out = capsys.readouterr().out
     assert "A/A false-keep rate     0/100" in out
     detected = int(out.split("detected ")[1].split("/")[0])

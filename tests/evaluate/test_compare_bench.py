@@ -1,13 +1,10 @@
-"""bench/compare.py's table (issue 24's done-when is read off it on the H200): written here from
-fabricated per-shape cells, since the timing needs a GPU. A wrong kernel's time is no figure, Liger
-failing on a shape is said, and the >= 80% count covers only shapes with a roofline time >= 10 us."""
+"""The per-shape table of bench/compare.py (harness/profiling/compare.py; issue 24's done-when is read
+off it on the H200): written here from fabricated per-shape cells, since the timing needs a GPU. A
+wrong kernel's time is no figure, Liger failing on a shape is said, and the >= 80% count covers only
+shapes with a roofline time >= 10 us."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import compare  # noqa: E402
+from harness.profiling import compare
 
 
 def cell(us, floor, correct=True):

@@ -1,25 +1,23 @@
-"""bench/throughput.py (issue 18's figure: candidates a minute, p50 time to verdict and its phases),
-run for real in Triton's interpreter on a tiny batch: two backends judge the same candidates through
-real sessions, the deliberately wrong one is rejected by both, their verdicts agree, and the short
-table and the JSON carry the figures the README quotes."""
+"""bench/throughput.py (harness/profiling/throughput.py; issue 18's figure: candidates a minute, p50 time to
+verdict and its phases), run for real in Triton's interpreter on a tiny batch: two backends judge the same
+candidates through real sessions, the deliberately wrong one is rejected by both, their verdicts agree, and
+the short table and the JSON carry the figures the README quotes."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import throughput  # noqa: E402
+from harness.profiling import throughput
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 
 
 def test_two_backends_judge_the_same_batch_alike_and_the_table_says_how_fast(tmp_path, capsys):
     out = tmp_path / "t.json"
-    rc = throughput.main(["softmax", "--backends", "local,pool:2", "--n", "2", "--broken", "--shapes", "short rows",
-                          "--json", str(out), "--keep-dir", str(tmp_path / "s")])
+    # bench/throughput.py softmax --backends local,pool:2 --n 2 --broken --shapes "short rows" --json ... --keep-dir ...
+    rc = throughput.run(throughput.ThroughputOptions("softmax", backends="local,pool:2", n=2, broken=True,
+                                                     shapes="short rows", json=out, keep_dir=tmp_path / "s"))
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "pool:2 vs local: same verdicts on every candidate" in text

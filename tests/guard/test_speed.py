@@ -1,21 +1,15 @@
-"""The static stage stays fast on a 500-line candidate (bench/guard_speed.py prints the figure;
-this test only guards against regressions by an order of magnitude on a shared, busy machine)."""
+"""The static stage stays fast on a 500-line candidate (harness/guard/speed.py builds it, bench/guard_speed.py
+prints the figure; this test only guards against regressions by an order of magnitude on a shared, busy machine)."""
 from __future__ import annotations
 
-import importlib.util
 import time
-from pathlib import Path
 
 from harness.guard import check_source, rules_for_task
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "guard_speed.py"
+from harness.guard.speed import build_candidate
 
 
 def test_500_line_candidate_is_checked_quickly(softmax_task):
-    spec = importlib.util.spec_from_file_location("guard_speed", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    src = mod.build_candidate(softmax_task, 500)
+    src = build_candidate(softmax_task, 500)
     assert src.count("\n") + 1 >= 500
     rules = rules_for_task(softmax_task)
     assert check_source(src, softmax_task, rules) == []  # warm the caches; the candidate is clean
