@@ -2,7 +2,7 @@
 (eager reference, torch.compile(reference), the baseline kernel, Liger-Kernel's op, candidate files)
 per shape, with % of the HBM roofline, speedups, and issue 24's targets for the last column.
 
-Timing: triton.testing.do_bench (median, L2 flushed between reps by its cache-clearing buffer), on
+Timing: harness.profiling.measure.do_bench_us (triton.testing.do_bench's median, L2 flushed between reps by its cache-clearing buffer), on
 fresh inputs per shape. The roofline is bytes_moved(dims) / the copy bandwidth measured at startup
 (harness.profiling.measure), so % is of what this box can actually do. A report: keep/revert
 decisions use harness.evaluate's interleaved timing.
@@ -13,9 +13,9 @@ import math
 from typing import Any, Callable
 
 import torch
-import triton.testing
 
 from harness.authoring.tasks import Task
+from harness.profiling.measure import do_bench_us
 
 
 def measure_rows(task: Task, ref: Any, fns: dict[str, Callable], bw_gbs: float,
@@ -41,7 +41,7 @@ def measure_rows(task: Task, ref: Any, fns: dict[str, Callable], bw_gbs: float,
                 ok = torch.allclose(out.float(), expected.float(), atol=task.tolerance[task.dtypes[0]].atol,
                                     rtol=task.tolerance[task.dtypes[0]].rtol) if hasattr(out, "float") else None
                 with torch.no_grad():
-                    us = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=200, return_mode="median") * 1e3
+                    us = do_bench_us(lambda: fn(*inputs), rep_ms=200, warmup_ms=25)
                 row[name] = {"us": us, "correct": bool(ok) if ok is not None else None,
                              "roofline_pct": 100 * floor_us / us if floor_us else None}
             except Exception as e:  # noqa: BLE001 - Liger fails on 128k rows: a cell, not the end of the table

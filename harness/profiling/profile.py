@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from harness.authoring.hardware import specs_of
 from harness.authoring.tasks import Shape, Task, load_module, load_task
+from harness.profiling.measure import copy_bandwidth_Bps, do_bench_us
 
 LAUNCH_BOUND_SHARE = 0.5  # launch cost + gaps at least half the time: fusing/graphs matter more than the kernel
 NEAR_CEILING = 0.7  # at 70% of a ceiling a kernel is bound by it
@@ -115,19 +116,12 @@ def pack_ceilings(pack: Any) -> tuple[Ceilings | None, str]:
 def measure_ceilings() -> Ceilings:
     # torch and triton (~1 s) only when something is measured: the TUI loads this module at its start
     import torch
-    import triton.testing
 
-    n = 1 << 30
-    a = torch.empty(n, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=25, rep=200, return_mode="median")
-    copy_gbs = 2 * n / (ms * 1e-3) / 1e9
-    del a, b
+    copy_gbs = copy_bandwidth_Bps() / 1e9
     m = 8192
     x = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
     y = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-    ms = triton.testing.do_bench(lambda: x @ y, warmup=25, rep=200, return_mode="median")
-    tflops = 2 * m ** 3 / (ms * 1e-3) / 1e12
+    tflops = 2 * m ** 3 / (do_bench_us(lambda: x @ y, rep_ms=200, warmup_ms=25) * 1e-6) / 1e12
     del x, y
     t = torch.zeros(1, device="cuda")
     for _ in range(100):
@@ -240,8 +234,6 @@ def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | 
     wanted = [s for s in task.shapes if not shapes or s.name in shapes]
     out: dict[str, Any] = {"task": task.name, "candidate": str(path), "timing_available": gpu, "shapes": []}
     if gpu:
-        import triton.testing  # (as torch above)
-
         ceilings = ceilings or measure_ceilings()
         out["device"] = torch.cuda.get_device_name(0)
         fn = getattr(load_module(path, "warpsmith_profile_candidate"), task.entry)
@@ -265,7 +257,7 @@ def profile_task(task: Task, candidate: Path | None = None, shapes: list[str] | 
         row: dict[str, Any] = {"name": s.name, "dims": s.dims}
         if fn is not None:
             inputs = ref.make_inputs(s.dims, dtype, 0, "cuda")
-            us = triton.testing.do_bench(lambda: fn(*inputs), warmup=25, rep=100, return_mode="median") * 1e3
+            us = do_bench_us(lambda: fn(*inputs), rep_ms=100, warmup_ms=25)
             launches = profiler_launches(lambda: fn(*inputs))
             row.update(classify(b, f, us, ceilings, max(1, launches["launches"]), launches["kernel_us"]))
             row["gap_us"], row["kernel_names"] = launches["gap_us"], launches["names"]
