@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only-aa", action="store_true", help="the A/A trials alone (no spread, no detection)")
     p.add_argument("--aa-clock", choices=["parent", "child"], default=d.aa_clock,
                    help="parent: the evaluator's decision path (default); child: the old in-child samples")
+    p.add_argument("--aa-processes", choices=["setup", "fresh", "swapped"], default=d.aa_processes,
+                   help="which processes the parent-clock A/A times (TrustOptions.aa_processes)")
     p.add_argument("--spread-shape", default=d.spread_shape)
     p.add_argument("--repeats", type=int, default=d.repeats)
     p.add_argument("--detect-shape", default=d.detect_shape)

@@ -46,6 +46,11 @@ class TrustOptions:
     aa_shape: str = "4k x 4k"     # a shape name, or "all" (round-robin over the task's shapes)
     only_aa: bool = False         # the A/A trials alone (no spread, no detection)
     aa_clock: str = "parent"      # parent: the evaluator's decision path; child: the old in-child samples
+    # Which processes the parent-clock A/A times (a lean towards one process is a bias the decision inherits):
+    # setup: the candidate in the process that did the setup (imported both roles), the incumbent in one of its own;
+    # fresh: each role in a process of its own that imported only it; swapped: the incumbent in the setup process,
+    # the candidate in a fresh one (a lean that follows the process flips; one that follows the role doesn't).
+    aa_processes: str = "setup"
     spread_shape: str = "long rows 128k"
     repeats: int = 10
     detect_shape: str = "long rows 128k"
@@ -188,6 +193,15 @@ def run_gpu(cfg: TrustOptions) -> dict:
         r, _ = inc_child.request({"op": "import", "role": "incumbent", "path": str(inc_child.stage(task.baseline_path))},
                                  300)
         assert r.get("ok"), r
+        fresh = None
+        if cfg.aa_processes != "setup":
+            fresh = ChildProcess(task, True, opts)
+            assert fresh.start(300).get("ok")
+            r, _ = fresh.request({"op": "import", "role": "candidate", "path": str(fresh.stage(task.baseline_path))}, 300)
+            assert r.get("ok"), r
+        timed_children = {"setup": {"incumbent": inc_child, "candidate": child},
+                          "fresh": {"incumbent": inc_child, "candidate": fresh},
+                          "swapped": {"incumbent": child, "candidate": fresh}}[cfg.aa_processes]
 
         # 1. A/A (round-robin over every GPU shape with --aa-shape all: a per-task check)
         aa_shapes = list(task.shapes) if cfg.aa_shape == "all" else [shapes[cfg.aa_shape]]
@@ -208,17 +222,19 @@ def run_gpu(cfg: TrustOptions) -> dict:
             # rule), runner.timed_verdict decides.
             run = _Run(task, task.baseline_path)
             run.shapes.append({"name": aa_shape.name})
-            m = timing_stage.time_shape(run, run.shapes[0], {"incumbent": inc_child, "candidate": child}, task,
+            m = timing_stage.time_shape(run, run.shapes[0], timed_children, task,
                                         ref_mod, aa_shape, dev, opts_t,
                                         lambda *p: derive_seed(secret, aa_shape.name, *tag, *p))
             for r in run.reasons:
                 rejected.append(r["rule"])
                 print(f"  REJECTED the same kernel: {r['rule']}: {r['message'][:300]}", flush=True)
-            c = m["roles"]["candidate"]
-            if c["per_call_us"]:
+            c, i = m["roles"]["candidate"], m["roles"]["incumbent"]
+            if c["per_call_us"] and i["per_call_us"]:
                 last_batch.update(n=m["n"], graph=m.get("graph"), parent_us=vd.median(c["per_call_us"]),
                                   child_us=vd.median(c["child_us"]) / max(m["n"], 1),
-                                  child_spread=vd.spread_pct([x / max(m["n"], 1) for x in c["child_us"]]))
+                                  child_spread=vd.spread_pct([x / max(m["n"], 1) for x in c["child_us"]]),
+                                  inc_parent_us=vd.median(i["per_call_us"]),
+                                  inc_child_us=vd.median(i["child_us"]) / max(m["n"], 1))
             return decide(task, run, aa_shape)
 
         for t in range(cfg.trials):
@@ -231,8 +247,11 @@ def run_gpu(cfg: TrustOptions) -> dict:
                   f"{' FALSE KEEP' if k else ''}  ({time.monotonic() - t0:.0f} s)"
                   + (f"; {last_batch['n']} calls/batch{' graph' if last_batch['graph'] else ''}, parent "
                      f"{last_batch['parent_us']:.2f} us/call, child events {last_batch['child_us']:.2f} us/call "
-                     f"(spread {last_batch['child_spread']:.1f}%)" if last_batch else ""), flush=True)
+                     f"(spread {last_batch['child_spread']:.1f}%); incumbent parent {last_batch['inc_parent_us']:.2f}, "
+                     f"events {last_batch['inc_child_us']:.2f} us/call" if last_batch else ""), flush=True)
         inc_child.close()
+        if fresh is not None:
+            fresh.close()
         # The figures of the trials that were timed to the end (a rejected or crashed one has none).
         fig = [a for a in aa if a["speedup"] == a["speedup"] and a["median_us"] is not None]
 
@@ -240,6 +259,7 @@ def run_gpu(cfg: TrustOptions) -> dict:
             return round(f(a[key] for a in fig), nd) if fig else None
 
         out["aa"] = {"shape": cfg.aa_shape if cfg.aa_shape == "all" else aa_shapes[0].name, "clock": cfg.aa_clock,
+                     "processes": cfg.aa_processes,
                      "trials": len(aa), "trials_without_figures": len(aa) - len(fig),
                      "false_keeps": sum(a["keep"] for a in aa),
                      "rejections": len(rejected), "rejection_rules": sorted(set(rejected)),
