@@ -124,6 +124,31 @@ class ShapeResult(_Record):
 
 
 @dataclass
+class Finding(_Record):
+    """A static violation located in the candidate: harness.guard's Violation on the wire. A key it
+    lacks takes what readers took before: no line (None: the whole file), severity error."""
+
+    rule: str = ""
+    message: str = ""
+    line: int | None = None  # 1-based
+    col: int | None = None  # 1-based
+    snippet: str = ""
+    severity: str = "error"  # error | warning (a warning goes to the notes, not into the decision)
+    extra: dict = field(default_factory=dict, repr=False)
+    _keys: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+
+def findings(items: list) -> list:
+    """Static violations as records: a dict (the wire form) read into a Finding, anything else left
+    as it is (as a verdict leaves a shape that is no object)."""
+    return [Finding.from_json(x) if isinstance(x, dict) else x for x in items or []]
+
+
+@dataclass
 class Verdict(_Record):
     accepted: bool = False
     stage: str = ""  # static | import | correctness | guard | timing | done | e2e; "" when a record has none
