@@ -208,8 +208,7 @@ class RunState:
             v = e.verdict
             if not v.accepted:
                 for r in v.reasons[:6]:
-                    self.note(e.iteration, f"rejected at {v.stage_shown}: **{r.get('rule')}**: "
-                                           f"{r.get('message')}", "rule")
+                    self.note(e.iteration, f"rejected at {v.stage_shown}: **{r.rule}**: {r.message}", "rule")
             return {"bench", "reasoning", "status"}
         if isinstance(e, ev.Recommendation):
             self.recommendation = e
