@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.evaluate.records import Verdict
+from harness.evaluate.records import Finding, Verdict, findings
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,20 @@ class CandidateProposed(Event):
 
 @dataclass(frozen=True)
 class StaticResult(Event):
+    """The static stage's findings (the verdict's `violations`), as records; the journal's line holds
+    their JSON objects, as the evaluator wrote them."""
+
     iteration: int
     ok: bool
-    violations: list[dict] = field(default_factory=list)  # [{rule, message, line, col, snippet}]
+    violations: list[Finding] = field(default_factory=list)
+
+    def __post_init__(self) -> None:  # a journal's line (or a test) hands dicts: read once, here
+        object.__setattr__(self, "violations", findings(self.violations))
+
+    def to_dict(self) -> dict[str, Any]:  # (asdict would write a Finding's extra and _keys)
+        return {"iteration": self.iteration, "ok": self.ok,
+                "violations": [v.to_json() if isinstance(v, Finding) else v for v in self.violations],
+                "kind": "StaticResult"}
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,7 @@ class Printer:
             self._line(f"  [{e.iteration}] verdict: {status}" + (f", geomean speedup {g:.3f}x" if g else "")
                        + _untimed_note(v) + (", not sandboxed" if v.sandbox is False else ""))
             for r in v.reasons[:8]:
-                self._line(f"    {r.get('rule')}: {r.get('message')}")
+                self._line(f"    {r.rule}: {r.message}")
             for row in shape_table(v):
                 self._line(row)
         elif isinstance(e, ev.Recommendation):

@@ -35,8 +35,8 @@ EvaluateFn = Callable[[Task, Path, Path], dict]
 
 def summarize_verdict(v: Verdict) -> str:
     """The verdict in a line of the agent's history: reasons, rule hits with lines, per-shape times."""
-    parts = [f"{r.get('rule')}: {r.get('message')}" for r in v.reasons[:6]]
-    parts += [f"line {x.get('line')}: {x.get('rule')}: {x.get('message')}" for x in v.violations[:6]]
+    parts = [f"{r.rule}: {r.message}" for r in v.reasons[:6]]
+    parts += [f"line {x.line}: {x.rule}: {x.message}" for x in v.violations[:6]]
     for s in v.shapes:
         if s.candidate_us is not None:
             parts.append(f"{s.name}: {s.candidate_us:.1f} us vs {s.incumbent_us or 0:.1f} us")

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness import events as ev
-from harness.evaluate.records import Verdict
+from harness.evaluate.records import Finding, Verdict, findings
 from harness.evaluate.verdict import OUTCOMES
 from harness.guard.dsl import STATIC_CHECKS
 
@@ -47,8 +47,11 @@ class CandidateView:
     new: str
     agent: str = ""
     model: str = ""
-    violations: list[dict] = field(default_factory=list)
+    violations: list[Finding] = field(default_factory=list)
     incumbent: str = ""  # the commit it was diffed against and measured against
+
+    def __post_init__(self) -> None:  # given in their wire form (dicts): read once, here
+        self.violations = findings(self.violations)
 
 
 @dataclass
@@ -65,9 +68,9 @@ def tally_key(verdict: Verdict, action: str) -> str:
 DSL_CHECKS = frozenset(STATIC_CHECKS)  # entry-defined, triton-kernel, triton-launch, cute-launch, ...
 
 
-def is_dsl_violation(v: dict) -> bool:
+def is_dsl_violation(v: Finding) -> bool:
     """The candidate did not really launch the required DSL (vs. a forbidden-construct rule)."""
-    rule = str(v.get("rule", ""))
+    rule = str(v.rule)
     return rule in DSL_CHECKS or "dsl" in rule.lower()
 
 
@@ -193,8 +196,7 @@ class RunState:
                 if any(not is_dsl_violation(v) for v in e.violations):
                     stats.rule_breaks += 1
                 for v in e.violations:
-                    self.note(e.iteration, f"rule **{v.get('rule')}** at line {v.get('line')}: "
-                                           f"{v.get('message')}", "rule")
+                    self.note(e.iteration, f"rule **{v.rule}** at line {v.line}: {v.message}", "rule")
             return {"diff", "reasoning", "bench"}
         if isinstance(e, ev.EvalStarted):
             self.phase, self.call_timeout_s = "evaluating", e.call_timeout_s
@@ -206,8 +208,7 @@ class RunState:
             v = e.verdict
             if not v.accepted:
                 for r in v.reasons[:6]:
-                    self.note(e.iteration, f"rejected at {v.stage_shown}: **{r.get('rule')}**: "
-                                           f"{r.get('message')}", "rule")
+                    self.note(e.iteration, f"rejected at {v.stage_shown}: **{r.rule}**: {r.message}", "rule")
             return {"bench", "reasoning", "status"}
         if isinstance(e, ev.Recommendation):
             self.recommendation = e

@@ -1,4 +1,4 @@
-"""Typed records of what an evaluation says: Verdict, ShapeResult, Recommendation.
+"""Typed records of what an evaluation says: Verdict, ShapeResult, Recommendation, Reason, Finding.
 
 A verdict is a JSON object on the wire only: between the evaluator's child and parent, from pool
 and Ray workers, `warpsmith eval --json`, and in the journal's bytes (the EvalResult line). It is
@@ -124,10 +124,45 @@ class ShapeResult(_Record):
 
 
 @dataclass
+class Reason(_Record):
+    """Why a verdict rejects: a stage's rule and its message (process._Run.reject writes them)."""
+
+    rule: str = ""
+    message: str = ""
+    extra: dict = field(default_factory=dict, repr=False)
+    _keys: list | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class Finding(_Record):
+    """A static violation located in the candidate: harness.guard's Violation on the wire. A key it
+    lacks takes what readers took before: no line (None: the whole file), severity error."""
+
+    rule: str = ""
+    message: str = ""
+    line: int | None = None  # 1-based
+    col: int | None = None  # 1-based
+    snippet: str = ""
+    severity: str = "error"  # error | warning (a warning goes to the notes, not into the decision)
+    extra: dict = field(default_factory=dict, repr=False)
+    _keys: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+
+def findings(items: list) -> list:
+    """Static violations as records: a dict (the wire form) read into a Finding, anything else left
+    as it is (as a verdict leaves a shape that is no object)."""
+    return [Finding.from_json(x) if isinstance(x, dict) else x for x in items or []]
+
+
+@dataclass
 class Verdict(_Record):
     accepted: bool = False
     stage: str = ""  # static | import | correctness | guard | timing | done | e2e; "" when a record has none
-    reasons: list = field(default_factory=list)  # [{rule, message}]
+    reasons: list[Reason] = field(default_factory=list)
     task: str = ""
     candidate: str = ""
     incumbent: str = ""
@@ -139,7 +174,7 @@ class Verdict(_Record):
     noise_band_pct: float | None = None
     recommendation: Recommendation | None = None
     wall_s: float = 0.0
-    violations: list = field(default_factory=list)
+    violations: list[Finding] = field(default_factory=list)  # the static stage's, errors and warnings
     notes: list = field(default_factory=list)
     output: str = ""
     sandbox: bool = True
@@ -201,7 +236,7 @@ class Verdict(_Record):
     @property
     def rules(self) -> list[str]:
         """The rules of its reasons, in order, without repeats."""
-        return list(dict.fromkeys(str(r.get("rule", "")) for r in self.reasons or [] if isinstance(r, dict)))
+        return list(dict.fromkeys(str(r.rule) for r in self.reasons or [] if isinstance(r, Reason)))
 
     @property
     def outcome(self) -> str:
@@ -242,7 +277,7 @@ class Verdict(_Record):
             if rule and rule not in rules:
                 rules.append(rule)
         if stage == "static":  # locate the first violation: that is where the person looks
-            lines = [v.get("line") for v in self.violations if v.get("severity", "error") == "error"]
+            lines = [v.line for v in self.violations if isinstance(v, Finding) and v.is_error]
             if rules and lines and lines[0]:
                 rules[0] += f", line {lines[0]}"
         more = f" and {len(rules) - 3} more" if len(rules) > 3 else ""
@@ -252,6 +287,10 @@ class Verdict(_Record):
     def _decode(cls, name: str, value: Any) -> Any:
         if name in ("shapes", "heldout") and isinstance(value, list):
             return [ShapeResult.from_json(s) if isinstance(s, dict) else s for s in value]
+        if name == "reasons" and isinstance(value, list):
+            return [Reason.from_json(r) if isinstance(r, dict) else r for r in value]
+        if name == "violations" and isinstance(value, list):
+            return findings(value)
         if name == "recommendation" and isinstance(value, dict):
             return Recommendation.from_json(value)
         return value

@@ -11,7 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from harness.evaluate.records import Verdict, as_verdict
+from harness.evaluate.records import Finding, Verdict, as_verdict
 
 NOISE_FLOOR_PCT = 1.0     # smallest band ever claimed (run-to-run drift a single run can't measure)
 BIG_WIN = 1.5             # wins above this are re-measured in a fresh process before they count
@@ -172,11 +172,12 @@ def cannot_keep_reason(verdict: "dict | Verdict") -> str:
     return as_verdict(verdict).cannot_keep_reason
 
 
-def static_warning_note(violation: dict) -> str:
+def static_warning_note(violation: "dict | Finding") -> str:
     """The verdict's note for a static violation that only warns (it goes to the agent and the
-    person, not into the decision). `warpsmith eval` knows it by this, not by its words."""
-    return (f"static warning: {violation.get('rule')}: {violation.get('message')} "
-            f"(line {violation.get('line')})")
+    person, not into the decision). `warpsmith eval` knows it by this, not by its words. Of a
+    Finding or its wire form (the static stage writes the note before the verdict is read)."""
+    v = violation if isinstance(violation, Finding) else Finding.from_json(violation)
+    return f"static warning: {v.rule}: {v.message} (line {v.line})"
 
 
 def outcome_of(verdict: "dict | Verdict") -> str:

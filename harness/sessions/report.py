@@ -62,8 +62,8 @@ class Step:
         if v.accepted:
             return "reverted"
         stage = v.stage
-        rules = [r.get("rule", "") for r in v.reasons if r.get("rule")]
-        rules += [x.get("rule", "") for x in v.violations if x.get("rule")]
+        rules = [r.rule for r in v.reasons if r.rule]
+        rules += [x.rule for x in v.violations if x.rule]
         if set(rules) & {"crashed", "timeout", "import-error", "oom"} or stage == "import":
             return "crashed"
         if stage == "correctness":

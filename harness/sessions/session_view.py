@@ -12,7 +12,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from harness.evaluate.records import Verdict
+from harness.evaluate.records import Reason, Verdict
 from harness.sessions.history import SessionHistory
 from harness.invocation import command
 from harness.rich_console import command_console, print_wide
@@ -54,7 +54,7 @@ def candidate_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
 def _verdict(v: Verdict) -> str:
     if v.accepted:
         return "accepted"
-    rules = [str(x.get("rule")) for x in v.reasons or [] if isinstance(x, dict) and x.get("rule")]
+    rules = [str(x.rule) for x in v.reasons or [] if isinstance(x, Reason) and x.rule]
     return f"rejected ({v.stage_shown}" + (f": {', '.join(dict.fromkeys(rules))})" if rules else ")")
 
 

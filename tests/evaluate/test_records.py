@@ -106,3 +106,42 @@ def test_a_verdict_says_the_keys_it_was_read_with():
     assert v.shape_dicts == [{"name": "a", "speedup": 1.2, "why": "edge"}]
     assert not Verdict.empty().said("timing_available") and Verdict.empty().to_json() == {}
     assert Verdict().said("timing_available")  # built in code: every field is said
+
+
+def test_reasons_and_violations_read_as_records_and_write_back_unchanged():
+    from harness.evaluate.records import Finding, Reason
+
+    v = {"accepted": False, "stage": "static",
+         "reasons": [{"rule": "static:no-torch-fallback", "message": "calls torch.softmax (line 8)"},
+                     {"message": "no rule", "rule": "odd", "hint": "kept"}, "not an object"],
+         "violations": [{"rule": "no-torch-fallback", "message": "torch.softmax computes the answer", "line": 8,
+                         "col": 11, "snippet": "torch.softmax(x, -1)", "severity": "error"},
+                        {"rule": "no-sleep", "message": "m", "line": None, "severity": "warning", "fix": "drop it"}]}
+    typed = Verdict.from_json(v)
+    assert json.dumps(typed.to_json()) == json.dumps(v)  # keys, their order and unknown keys as read
+    r0, r1, r2 = typed.reasons
+    assert isinstance(r0, Reason) and (r0.rule, r0.message) == ("static:no-torch-fallback", "calls torch.softmax (line 8)")
+    assert isinstance(r1, Reason) and r1.extra == {"hint": "kept"} and r2 == "not an object"  # left as it was
+    f0, f1 = typed.violations
+    assert all(isinstance(f, Finding) for f in typed.violations)
+    assert (f0.line, f0.col, f0.snippet, f0.is_error) == (8, 11, "torch.softmax(x, -1)", True)
+    assert (f1.line, f1.col, f1.snippet, f1.is_error, f1.extra) == (None, None, "", False, {"fix": "drop it"})
+    assert typed.rules == ["static:no-torch-fallback", "odd"]
+    assert typed.cannot_keep_reason == "rejected at the static check (no-torch-fallback, line 8; odd)"
+    # a key a reason or a finding lacks gets one default, and is not written back
+    assert Finding.from_json({"rule": "r"}).severity == "error" and Finding.from_json({"rule": "r"}).to_json() == {"rule": "r"}
+    assert Reason.from_json({}).rule == "" and Reason.from_json({}).to_json() == {}
+
+
+def test_a_static_result_carries_findings_and_journals_the_same_line():
+    from harness import events as ev
+    from harness.evaluate.records import Finding
+
+    line = {"iteration": 4, "ok": False, "violations": [{"rule": "no-torch-fallback", "message": "m", "line": 8,
+                                                         "col": 11, "snippet": "s", "severity": "error", "x": 1}],
+            "kind": "StaticResult"}
+    e = ev.from_dict(line)
+    assert isinstance(e, ev.StaticResult) and isinstance(e.violations[0], Finding) and e.violations[0].line == 8
+    assert json.dumps(e.to_dict()) == json.dumps(line)
+    typed = Verdict.from_json({"violations": line["violations"]})
+    assert json.dumps(ev.StaticResult(4, False, typed.violations).to_dict()) == json.dumps(line)  # as the loop emits it

@@ -329,6 +329,26 @@ def test_the_sample_run_replays_to_that_state_too(tmp_path, task, fixed_git):
     assert replay_state(session, task) == json.loads(STATE.read_text())
 
 
+def test_an_old_journals_reasons_and_violations_read_as_records():
+    from harness.evaluate.records import Finding, Reason
+
+    records = [json.loads(line) for line in JOURNAL.read_text().splitlines()[1:]]
+    events = SessionHistory.fold(records).events()
+    verdicts = [e.verdict for e in events if isinstance(e, ev.EvalResult)]
+    reasons = [r for v in verdicts for r in v.reasons]
+    assert len(reasons) == 4 and all(isinstance(r, Reason) for r in reasons)
+    assert reasons[0].rule == "static:no-torch-fallback" and reasons[0].message == "calls torch.softmax instead of a kernel"
+    (found,) = [f for v in verdicts for f in v.violations]
+    assert isinstance(found, Finding) and (found.rule, found.line, found.col) == ("no-torch-fallback", 8, 11)
+    static = [e for e in events if isinstance(e, ev.StaticResult) and e.violations]
+    assert [type(f) for e in static for f in e.violations] == [Finding]
+    # and written back, their lines are the journal's, byte for byte
+    old = [r for r in records if r.get("kind") in ("EvalResult", "StaticResult")]
+    again = [{"t": r["t"], **e.to_dict()} for r, e in
+             zip(old, [e for e in events if isinstance(e, (ev.EvalResult, ev.StaticResult))], strict=True)]
+    assert len(old) == 18 and [json.dumps(r) for r in again] == [json.dumps(r) for r in old]
+
+
 if __name__ == "__main__":  # regenerate the fixture (see the module's doc)
     import os
     import tempfile

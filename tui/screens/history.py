@@ -52,7 +52,7 @@ def verdict_word(v: Verdict | None) -> str:
         return "not evaluated"
     if v.accepted:
         return "accepted"
-    rules = [r.get("rule") for r in list(v.violations) + list(v.reasons) if r.get("rule")]
+    rules = [r.rule for r in [*v.violations, *v.reasons] if r.rule]
     return f"rejected at {v.stage_shown}" + (f": {str(rules[0]).removeprefix('static:')}" if rules else "")
 
 

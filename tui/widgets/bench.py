@@ -142,18 +142,18 @@ def reason_lines(v: Verdict) -> list[str]:
     out: list[str] = []
     shown: set[str] = set()
     for viol in v.violations:
-        if viol.get("severity", "error") != "error":
+        if not viol.is_error:
             continue
-        rule = str(viol.get("rule", "?"))
+        rule = str(viol.rule or "?")
         shown.add(rule)
-        line = viol.get("line")
+        line = viol.line
         out.append(f"{rule}  line {line}" if isinstance(line, int) and line > 0 else f"{rule}  (file)")
     for r in v.reasons:
-        rule = str(r.get("rule", "?"))
+        rule = str(r.rule or "?")
         base = rule.removeprefix("static:")
         if base in shown:
             continue  # listed above, from the violation itself
-        msg = str(r.get("message", ""))
+        msg = str(r.message)
         m = _LINE.search(msg) if rule.startswith("static:") else None
         first = msg.strip().splitlines()[0] if msg.strip() else ""
         out.append(f"{base}  line {m.group(1)}" if m else (f"{rule}: {first}" if first else rule))

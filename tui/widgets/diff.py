@@ -29,6 +29,7 @@ from textual.containers import ScrollableContainer
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from harness.evaluate.records import Finding
 from tui.state import CandidateView
 
 MODES = ("unified", "split", "full")
@@ -163,11 +164,10 @@ def sideways_offset(start: int, end: int, width: int) -> int:
     return max(0, min(x, start - 1))  # column x shows "…": the change starts after it
 
 
-def violations_by_line(violations: list[dict]) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
+def violations_by_line(violations: list[Finding]) -> dict[int, list[Finding]]:
+    out: dict[int, list[Finding]] = {}
     for v in violations:
-        line = v.get("line")
-        out.setdefault(int(line) if isinstance(line, int) else 0, []).append(v)
+        out.setdefault(int(v.line) if isinstance(v.line, int) else 0, []).append(v)
     return out
 
 
@@ -179,9 +179,9 @@ def _wrapped(text: str, indent: int, width: int | None, style: str) -> list[Text
     return [Text(" " * indent + p, style=style) for p in parts]
 
 
-def _marks(v_lines: dict[int, list[dict]], line: int | None, indent: int, width: int | None = None) -> list[Text]:
+def _marks(v_lines: dict[int, list[Finding]], line: int | None, indent: int, width: int | None = None) -> list[Text]:
     return [m for v in v_lines.get(line or -1, [])
-            for m in _wrapped(f"^ {v.get('rule')}: {v.get('message')}", indent, width, MARK)]
+            for m in _wrapped(f"^ {v.rule}: {v.message}", indent, width, MARK)]
 
 
 def _no_wrap(lines: list[Text]) -> list[Text]:
@@ -284,7 +284,7 @@ def render_unified(c: CandidateView, width: int | None = None, x: int = 0) -> Re
     # the change itself off the screen.
     by_rule: dict[tuple[str, str], list[int]] = {}
     for v in unmarked:
-        by_rule.setdefault((str(v.get("rule")), str(v.get("message"))), []).append(v.get("line") or 0)
+        by_rule.setdefault((str(v.rule), str(v.message)), []).append(v.line or 0)
     for (rule, message), lines in by_rule.items():
         nums = sorted({n for n in lines if n})
         where = ("line" if len(nums) == 1 else "lines") + " " + ", ".join(map(str, nums[:6])) \
@@ -350,7 +350,7 @@ def render_split(c: CandidateView, width: int = 100, x: int = 0) -> Rendered:
     head.append_text(_title(f"candidate #{c.iteration} {c.commit[:10]}", rw))
     out: list[Text] = [head]
     for v in v_lines.get(0, []):
-        out += _wrapped(f"! file: {v.get('rule')}: {v.get('message')}", 0, width, MARK)
+        out += _wrapped(f"! file: {v.rule}: {v.message}", 0, width, MARK)
     focus = None
     for o, n in split_pairs(c.old, c.new):
         changed = o is None or n is None or a[o - 1] != b[n - 1]
@@ -388,7 +388,7 @@ def render_full(c: CandidateView, width: int | None = None, x: int = 0) -> Rende
     focus, longest = None, 0
     out: list[Text] = [_title(f"candidate #{c.iteration} {c.commit[:10]}: {c.description}", width)]
     for v in v_lines.get(0, []):
-        out += _wrapped(f"! file: {v.get('rule')}: {v.get('message')}", 0, width, MARK)
+        out += _wrapped(f"! file: {v.rule}: {v.message}", 0, width, MARK)
     for n, code in enumerate(highlight_lines(c.new), 1):
         code = code.copy()
         longest = max(longest, code.cell_len)
@@ -413,7 +413,7 @@ RENDERERS = {"unified": render_unified, "split": render_split, "full": render_fu
 def _opening_key(c: CandidateView | None) -> tuple | None:
     if c is None:
         return None
-    return c.commit, tuple((v.get("line"), v.get("col"), v.get("rule")) for v in c.violations)
+    return c.commit, tuple((v.line, v.col, v.rule) for v in c.violations)
 
 
 def opening_x(mode: str, c: CandidateView, width: int) -> int:
@@ -422,10 +422,10 @@ def opening_x(mode: str, c: CandidateView, width: int) -> int:
     if mode == "full":
         return 0
     cw = code_width(mode, c, width)
-    v = next((v for v in c.violations if isinstance(v.get("line"), int) and isinstance(v.get("col"), int)), None)
+    v = next((v for v in c.violations if isinstance(v.line, int) and isinstance(v.col, int)), None)
     if v is not None:
-        start = max(0, v["col"] - 1)
-        return sideways_offset(start, start + max(1, len(str(v.get("snippet") or " "))), cw)
+        start = max(0, v.col - 1)
+        return sideways_offset(start, start + max(1, len(str(v.snippet or " "))), cw)
     if c.violations:
         return 0
     change = first_change(c.old, c.new) if c.old else None

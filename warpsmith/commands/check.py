@@ -10,11 +10,16 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # Heavier imports stay inside the functions: cli.build_parser imports every command module on each
 # start (`--help` too), so only modules already loaded by then are imported here (commands/__init__.py).
 from harness.authoring.tasks import TaskError, load_task
 from harness.invocation import command
+
+if TYPE_CHECKING:
+    from harness.evaluate.records import Finding
+    from harness.guard import Violation
 
 
 def register(subparsers) -> None:
@@ -53,14 +58,14 @@ def read_candidate(path: Path, what: str = "candidate") -> str:
                                   f"offset {e.start}); save it as UTF-8") from None
 
 
-def violation_lines(path: Path | str, v: dict) -> list[str]:
+def violation_lines(path: Path | str, v: Violation | Finding) -> list[str]:
     """One static violation as `file:line:col: rule: message`, then the offending source line.
-    `warpsmith check` prints these; `warpsmith eval` prints the same, indented."""
-    severity = v.get("severity", "error")
-    tag = "" if severity == "error" else f" [{severity}]"
-    lines = [f"{path}:{v.get('line')}:{v.get('col')}: {v.get('rule')}{tag}: {v.get('message')}"]
-    if v.get("snippet"):
-        lines.append(f"    {v['snippet']}")
+    `warpsmith check` prints these (of the guard's Violation); `warpsmith eval` prints the same,
+    indented (of a verdict's Finding: the same fields)."""
+    tag = "" if v.severity == "error" else f" [{v.severity}]"
+    lines = [f"{path}:{v.line}:{v.col}: {v.rule}{tag}: {v.message}"]
+    if v.snippet:
+        lines.append(f"    {v.snippet}")
     return lines
 
 
@@ -126,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         }, indent=2))
     else:
         for v in violations:
-            for line in violation_lines(path, v.to_dict()):
+            for line in violation_lines(path, v):
                 print(line)
         n_static = sum(1 for r in rules if not r.runtime)
         verdict = "rejected" if bad else "ok"

@@ -78,33 +78,33 @@ def _reason_lines(v: Verdict) -> list[str]:
     merged: dict[tuple[str, str], list[str]] = {}
     extra: dict[tuple[str, str], str] = {}
     out = []
-    located = [viol for viol in v.violations or [] if viol.get("line")]
+    located = [viol for viol in v.violations or [] if viol.line]
     if located:  # static violations as `warpsmith check` prints them: file:line:col, then the line
 
         for viol in located:
-            mark = "✗" if viol.get("severity", "error") == "error" else "!"
+            mark = "✗" if viol.is_error else "!"
             first, *rest = violation_lines(_short(cand) if cand else "candidate", viol)
             out += [f"  {mark} {first}"] + [f"  {line}" for line in rest]
-    shown = {f"static:{viol.get('rule')}" for viol in located}
+    shown = {f"static:{viol.rule}" for viol in located}
     for r in v.reasons:
-        if r["rule"] in shown:  # said above, with its place in the file
+        if r.rule in shown:  # said above, with its place in the file
             continue
-        first = (r["message"].splitlines() or [""])[0]
+        first = (r.message.splitlines() or [""])[0]
         m = _SHAPE_TAG.match(first)
         shape = m.group(1) if m else ""
         text = first[m.end():] if m else first
-        if r["rule"].startswith("static:"):
+        if r.rule.startswith("static:"):
             lm = _LINE_SUFFIX.search(text)
             if lm and cand:
                 text = f"{_short(cand)}:{lm.group(1)}: {text[:lm.start()]}"
-        key = (r["rule"], text)
+        key = (r.rule, text)
         merged.setdefault(key, [])
         if shape:
             merged[key].append(shape)
-        where = _where_in_candidate(r["message"], cand)
+        where = _where_in_candidate(r.message, cand)
         if where:
             extra.setdefault(key, where)
-        if r["rule"] == "timeout":
+        if r.rule == "timeout":
             stuck = [s.name for s in v.shapes if s.error and not str(s.error).startswith("not run")]
             if stuck:
                 merged[key].append(stuck[0])
@@ -141,7 +141,7 @@ def print_table(v: Verdict, out=None) -> None:
     for line in _reason_lines(v):
         print(line, file=out)
     # A located warning's note is listed with the violations above, file:line:col: not said twice.
-    said = {static_warning_note(viol) for viol in v.violations or [] if viol.get("line")}
+    said = {static_warning_note(viol) for viol in v.violations or [] if viol.line}
     for n in v.notes:
         if n not in said:
             print(f"  note: {n}", file=out)
