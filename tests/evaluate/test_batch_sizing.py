@@ -87,3 +87,29 @@ def test_a_batch_grows_only_while_refilling_its_inputs_stays_cheap():
     slow = ScriptedChild(gpu_us=4.0, eager_us=45.0, set_s=0.00038)
     m = measure({"incumbent": slow, "candidate": ScriptedChild(gpu_us=4.0, eager_us=45.0, set_s=0.00038)})
     assert m["n"] == 89  # a cap of 131 is not worth a new capture
+
+
+class ContextChild(ScriptedChild):
+    """A ScriptedChild sharing one GPU with the other: a request that finds the other child's context
+    current pays the switch (what made the H200's candidate read ~1.3% fast against itself)."""
+
+    def __init__(self, gpu: dict, log: list, name: str):
+        super().__init__(gpu_us=30.0, eager_us=60.0)
+        self.gpu, self.log, self.name = gpu, log, name
+
+    def request(self, req: dict, timeout):
+        if req["op"] in ("batch", "prep"):
+            self.log.append((self.name, req["op"], int(req.get("n", -1)), self.gpu.get("current") != self.name))
+            self.gpu["current"] = self.name
+        return super().request(req, timeout)
+
+
+def test_no_timed_batch_pays_the_switch_to_its_childs_gpu_context():
+    gpu, log = {}, []
+    m = measure({"incumbent": ContextChild(gpu, log, "incumbent"), "candidate": ContextChild(gpu, log, "candidate")})
+    timed = [i for i, (_, op, n, _) in enumerate(log) if op == "batch" and n > 0]
+    assert len(timed) >= 2 * 3 and m["roles"]["candidate"]["per_call_us"]
+    for i in timed:
+        who, _, _, switched = log[i]
+        assert not switched, f"timed batch {i} of the {who} found the other child's context current"
+        assert log[i - 1][:3] == (who, "batch", 0), "the untimed empty batch that makes the context current"
