@@ -238,6 +238,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
     dtype = task.dtypes[0]
     tag = f"[{shape.name}] "
     fails: list[str] = []
+    wrong: list[str] = []  # this shape's incorrect / crashed rejections (its reasons' words carry the tag only)
 
     # The fresh-inputs, ghost and graph-replay calls ask whether the output is stale, independent of
     # the kernels, or wrong on replay: 64 rows of a large output answer that (an honest kernel is wrong
@@ -268,11 +269,14 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
         for o in reply.get("observed", []):
             run.reject("guard", o["rule"], tag + o["message"])
             fails.append(o["rule"])
+            if o["rule"] in ("incorrect", "crashed"):
+                wrong.append(o["rule"])
 
     def judge(reply: dict, outs: list, xs: list, exp: Any, what: str) -> Any:
         if not reply.get("ok"):
             msg = _crash_message(reply)
             run.reject("correctness", "crashed", tag + msg)
+            wrong.append("crashed")
             fails.append(msg.splitlines()[0])
             return None
         guard_observations(reply)
@@ -284,6 +288,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
             err = compare(task, ref_mod, out, exp, tuple(xs), dtype)
         if err:
             run.reject("correctness", "incorrect", f"{tag}{what}: {err}")
+            wrong.append("incorrect")
             fails.append(err)
         return out
 
@@ -353,8 +358,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
                        f"{tag}capturing the call in a CUDA graph failed: {rc.get('error')} (make the entry "
                        "capturable: no host syncs, .item(), allocations that depend on values, or CPU work)")
             fails.append("not capturable")
-        elif len(oc) == rc.get("n_out", 1) and not any(r["rule"] in ("incorrect", "crashed")
-                                                        and r["message"].startswith(tag) for r in run.reasons):
+        elif len(oc) == rc.get("n_out", 1) and not wrong:
             # (an output already wrong eagerly says nothing more about graphs)
             err = compare(task, ref_mod, _as_out(oc, rc["n_out"]), expd, tuple(xd), dtype)
             if err:
@@ -362,8 +366,7 @@ def _check_shape(run: "_Run", child: "ChildProcess", task: Task, ref_mod: Module
                            f"{tag}replaying the CUDA graph with new inputs copied in gave a wrong answer: {err}")
                 fails.append("wrong on graph replay")
 
-    entry["correct"] = not any(r["rule"] in ("incorrect", "crashed") and r["message"].startswith(tag)
-                               for r in run.reasons)
+    entry["correct"] = not wrong
     if fails:
         entry["error"] = "; ".join(dict.fromkeys(f.splitlines()[0] for f in fails))[:500]
     return not fails

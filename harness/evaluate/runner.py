@@ -38,16 +38,18 @@ def _violation_dict(v: Any) -> dict:
 
 
 def run_static(task: Task, source: bytes | str, extra_rules: list[str] = ()) -> tuple[list[dict] | None, str]:
-    """The static stage (harness.guard). (None, why) when the guard can't be imported here."""
+    """The static stage (harness.guard). (None, why and what to do) when it can't run here: the guard
+    not importable, or a rules pack that doesn't load."""
     try:  # tree-sitter (~40 ms; maybe absent on a bare GPU box): the note above the functions
         from harness.guard import check_source, rules_for_task  # type: ignore[attr-defined]
     except Exception as e:  # noqa: BLE001 - e.g. tree_sitter missing on a bare GPU box
-        return None, f"static stage skipped: harness.guard.check_source unavailable ({type(e).__name__}: {e})"
+        return None, (f"static stage skipped: harness.guard.check_source unavailable ({type(e).__name__}: {e}); "
+                      "install warpsmith's dependencies (tree-sitter, tree-sitter-python)")
     try:
         found = check_source(source, task, rules_for_task(task, extra=extra_rules))
     except Exception as e:  # noqa: BLE001 - e.g. a rules pack the task names is missing
         # The runtime guards still run; the verdict says loudly that this stage did not.
-        return None, f"static stage could not run: {type(e).__name__}: {e}"
+        return None, f"static stage could not run: {type(e).__name__}: {e}; fix or deselect the rules pack it names"
     return [_violation_dict(v) for v in found], ""
 
 
@@ -116,11 +118,8 @@ def evaluate(task: Task, candidate: Path, incumbent: Path | None = None,
         violations, why = run_static(task, source, opts.extra_rules)
         if violations is None:
             # Fail closed: a verdict without the static stage would accept what the rules forbid.
-            fix = ("fix or deselect the rules pack it names" if why.startswith("static stage could not run")
-                   else "install warpsmith's dependencies (tree-sitter, tree-sitter-python)")
             run.reject("static", "static-unavailable",
-                       f"{why}; {fix}, or pass static=False / --no-static to evaluate without static "
-                       "checks, knowingly")
+                       f"{why}, or pass static=False / --no-static to evaluate without static checks, knowingly")
             return _finish(v, run, t0, timing_available=False)
         v["violations"] = violations
         errors = [viol for viol in violations if viol.get("severity", "error") == "error"]
