@@ -62,8 +62,8 @@ def _refresh(comp, snap, idx, n4, topk, s_b, s_n, s_i, BLOCK_K: tl.constexpr, J:
     old = tl.load(snap + b * s_b + r * s_n + cols)
     diff = tl.sum((now != old).to(tl.int32), 0)
     if (diff > 0) | (gap >= tl.max(ix, 0)):
-        for start in range(0, n4, ROWS):
-            rows = start + tl.arange(0, ROWS)
+        for row0 in range(0, n4, ROWS):  # (not `start`: the static_range above made that a constexpr)
+            rows = row0 + tl.arange(0, ROWS)
             m = rows[:, None] < n4
             off = b * s_b + rows[:, None] * s_n + cols[None, :]
             tl.store(snap + off, tl.load(comp + off, mask=m), mask=m)
