@@ -156,17 +156,18 @@ def measure(children: dict[str, "ChildProcess"], task: "Task", ref_mod: ModuleTy
         t0 = time.perf_counter()
         frozen = freeze(other, True) if other is not ch else []
         try:
-            # An empty batch first, untimed: it syncs and records events in this child's GPU context, so
-            # the switch from the other child's context is paid here, not in the timed batch. Without it,
+            # On a GPU, an empty batch first, untimed: it syncs and records events in this child's GPU
+            # context, so the switch from the other child's context is paid here, not in the timed batch. Without it,
             # on the H200, the candidate read faster than the same kernel as incumbent in 22-30 of 24-34
             # A/A trials (median 1.3%, a false keep in 34) in whichever process it ran, while the GPU's
             # own events showed no lean (bench/timing_trust.py --aa-processes): a cost of the parent's
             # clock that fell on one role more often, most likely the switch to the context that was
             # not left current by the last prep.
             t1 = time.perf_counter()
-            ch.request({"op": "batch", "n": 0, "role": role}, to)
+            if opts.on_gpu:  # (the interpreter has no GPU context to switch: no round trip for it)
+                ch.request({"op": "batch", "n": 0, "role": role}, to)
+                spent("touch", t1)
             touch = time.perf_counter() - t1
-            spent("touch", t1)
             t1 = time.perf_counter()
             r, wall = timed(ch, {"op": "batch", "n": n}, to)
             spent("batch", t1)
